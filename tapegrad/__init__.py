@@ -1,0 +1,154 @@
+"""tapegrad: reverse-mode automatic differentiation for NumPy on a gradient tape (a Wengert list).
+
+>>> import tapegrad as tg
+>>> from tapegrad import tape
+>>> w = tg.Tensor([1.0, 2.0], requires_grad=True)
+>>> with tape.record():
+...     loss = (w * w).sum()
+>>> loss.backward()
+>>> w.grad
+array([2., 4.])
+"""
+
+# isort: off
+from .tensor import Tensor, tensor  # first: the ops and the tape build on the Tensor class
+from . import tape
+
+# isort: on
+from .ops import (
+    absolute,
+    add,
+    argmax,
+    argmin,
+    astype,
+    broadcast_to,
+    clip,
+    concatenate,
+    cos,
+    divide,
+    equal,
+    exp,
+    expand_dims,
+    getitem,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    log,
+    log_softmax,
+    logsumexp,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    relu,
+    reshape,
+    scatter,
+    sigmoid,
+    sign,
+    sin,
+    softmax,
+    sqrt,
+    squeeze,
+    stack,
+    subtract,
+    sum,
+    swapaxes,
+    tanh,
+    transpose,
+    var,
+    where,
+)
+from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
+from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
+from .testing import GradcheckError, gradcheck, gradgradcheck
+
+abs = absolute
+
+
+def stop_gradient(x):
+    """``x.detach()`` as a function (TensorFlow and JAX spelling): gradient flow stops here.
+
+    >>> import tapegrad as tg
+    >>> tg.stop_gradient(tg.Tensor(1.0, requires_grad=True)).requires_grad
+    False
+    """
+    return x.detach() if isinstance(x, Tensor) else Tensor(x)
+
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor",
+    "tensor",
+    "tape",
+    "record",
+    "stop_recording",
+    "stop_gradient",
+    "Tape",
+    "TapeError",
+    "InPlaceModificationError",
+    "gradcheck",
+    "gradgradcheck",
+    "GradcheckError",
+    "REGISTRY",
+    "NONDIFF",
+    "defop",
+    "defnondiff",
+    "unbroadcast",
+    "abs",
+    "absolute",
+    "add",
+    "argmax",
+    "argmin",
+    "astype",
+    "broadcast_to",
+    "clip",
+    "concatenate",
+    "cos",
+    "divide",
+    "equal",
+    "exp",
+    "expand_dims",
+    "getitem",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "log",
+    "log_softmax",
+    "logsumexp",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "multiply",
+    "negative",
+    "not_equal",
+    "power",
+    "relu",
+    "reshape",
+    "scatter",
+    "sigmoid",
+    "sign",
+    "sin",
+    "softmax",
+    "sqrt",
+    "squeeze",
+    "stack",
+    "subtract",
+    "sum",
+    "swapaxes",
+    "tanh",
+    "transpose",
+    "var",
+    "where",
+]

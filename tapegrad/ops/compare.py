@@ -1,0 +1,40 @@
+"""Results with no gradient: comparisons, argmax/argmin and sign. They are never recorded."""
+
+import numpy as np
+
+from ..registry import defnondiff
+from ._axes import normalize_axes
+
+less = defnondiff("less", np.less, doc="x < y, elementwise (no gradient).")
+less_equal = defnondiff("less_equal", np.less_equal, doc="x <= y, elementwise (no gradient).")
+greater = defnondiff("greater", np.greater, doc="x > y, elementwise (no gradient).")
+greater_equal = defnondiff("greater_equal", np.greater_equal, doc="x >= y, elementwise (no gradient).")
+equal = defnondiff("equal", np.equal, doc="x == y, elementwise (no gradient).")
+not_equal = defnondiff("not_equal", np.not_equal, doc="x != y, elementwise (no gradient).")
+sign = defnondiff("sign", np.sign, doc="-1, 0 or 1 by the sign of x (its derivative is 0 almost everywhere).")
+_argmax = defnondiff("argmax", lambda x, axis=None, keepdims=False: np.argmax(x, axis=axis, keepdims=keepdims))
+_argmin = defnondiff("argmin", lambda x, axis=None, keepdims=False: np.argmin(x, axis=axis, keepdims=keepdims))
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the maximum along ``axis`` (no gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.argmax(tg.Tensor([1.0, 3.0, 2.0])).item()
+    1
+    """
+    if axis is not None:
+        (axis,) = normalize_axes(x, axis, "argmax")
+    return _argmax(x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the minimum along ``axis`` (no gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.argmin(tg.Tensor([1.0, 3.0, 2.0])).item()
+    0
+    """
+    if axis is not None:
+        (axis,) = normalize_axes(x, axis, "argmin")
+    return _argmin(x, axis=axis, keepdims=keepdims)

@@ -1,0 +1,108 @@
+"""Elementwise ops: a table of derivatives, one ``defop`` per op (rule signature in ``tapegrad.registry``).
+
+Binary ops broadcast as NumPy does; their rules return gradients in the output's shape and the replay sums
+them back to each input's shape with ``unbroadcast``.
+"""
+
+import numpy as np
+
+from ..registry import defop
+
+
+def _sigmoid(x):
+    return np.exp(-np.logaddexp(0, -x))  # stable for large |x|, no overflow warning
+
+
+def _power_vjp_x(xp, g, ans, x, y):
+    return g * y * x ** (y - 1)
+
+
+def _power_vjp_y(xp, g, ans, x, y):
+    return g * ans * xp.log(xp.where(x == 0, 1, x))  # 0 ** y has d/dy = 0 for y > 0 (its limit)
+
+
+def _maximum_vjp(xp, g, x, y):
+    return xp.where(x > y, g, xp.where(x == y, g * 0.5, 0))  # a tie shares the gradient evenly
+
+
+def _clip_vjp(xp, g, ans, x, a_min=None, a_max=None):
+    if a_min is not None:
+        g = xp.where(x < a_min, 0, g)
+    if a_max is not None:
+        g = xp.where(x > a_max, 0, g)
+    return g
+
+
+# fmt: off
+add = defop("add", np.add,
+            lambda xp, g, ans, x, y: g,
+            lambda xp, g, ans, x, y: g,
+            broadcast=True, doc="x + y, broadcasting.\n\n>>> import tapegrad as tg\n>>> tg.add(tg.Tensor([1.0, 2.0]), 1.0)\nTensor([2., 3.])")
+subtract = defop("subtract", np.subtract,
+                 lambda xp, g, ans, x, y: g,
+                 lambda xp, g, ans, x, y: -g,
+                 broadcast=True, doc="x - y, broadcasting.\n\n>>> import tapegrad as tg\n>>> tg.subtract(3.0, tg.Tensor([1.0, 2.0]))\nTensor([2., 1.])")
+multiply = defop("multiply", np.multiply,
+                 lambda xp, g, ans, x, y: g * y,
+                 lambda xp, g, ans, x, y: g * x,
+                 save="x y", broadcast=True, doc="x * y, broadcasting.\n\n>>> import tapegrad as tg\n>>> tg.multiply(tg.Tensor([1.0, 2.0]), 3.0)\nTensor([3., 6.])")
+divide = defop("divide", np.divide,
+               lambda xp, g, ans, x, y: g / y,
+               lambda xp, g, ans, x, y: -g * ans / y,
+               save="y ans", broadcast=True, doc="x / y, broadcasting.\n\n>>> import tapegrad as tg\n>>> tg.divide(tg.Tensor([1.0, 2.0]), 2.0)\nTensor([0.5, 1. ])")
+power = defop("power", np.power, _power_vjp_x, _power_vjp_y,
+              save="x y ans", broadcast=True, doc="x ** y, broadcasting; y may be a tensor.\n\n>>> import tapegrad as tg\n>>> tg.power(tg.Tensor([2.0, 3.0]), 2)\nTensor([4., 9.])")
+maximum = defop("maximum", np.maximum,
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y),
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x),
+                save="x y", broadcast=True, doc="Elementwise maximum; at a tie each input gets half the gradient.\n\n>>> import tapegrad as tg\n>>> tg.maximum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([2., 5.])")
+minimum = defop("minimum", np.minimum,
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x),
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y),
+                save="x y", broadcast=True, doc="Elementwise minimum; at a tie each input gets half the gradient.\n\n>>> import tapegrad as tg\n>>> tg.minimum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([1., 2.])")
+where = defop("where", np.where,
+              None,
+              lambda xp, g, ans, cond, x, y: xp.where(cond, g, 0),
+              lambda xp, g, ans, cond, x, y: xp.where(cond, 0, g),
+              inputs=("cond", "x", "y"), save="cond", broadcast=True,
+              doc="Pick x where cond is true, else y. Both branches are evaluated: guard the unselected one\n"
+                  "too (e.g. where(x > 0, sqrt(where(x > 0, x, 1)), 0)) or its NaN gradient leaks through.\n\n"
+                  ">>> import tapegrad as tg\n>>> tg.where(tg.Tensor([True, False]), 1.0, tg.Tensor([5.0, 6.0]))\nTensor([1., 6.])")
+
+negative = defop("negative", np.negative, lambda xp, g, ans, x: -g,
+                 doc="-x.\n\n>>> import tapegrad as tg\n>>> tg.negative(tg.Tensor([1.0]))\nTensor([-1.])")
+absolute = defop("absolute", np.absolute, lambda xp, g, ans, x: g * xp.sign(x), save="x",
+                 doc="|x| (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.absolute(tg.Tensor([-2.0]))\nTensor([2.])")
+exp = defop("exp", np.exp, lambda xp, g, ans, x: g * ans, save="ans",
+            doc="e ** x.\n\n>>> import tapegrad as tg\n>>> tg.exp(tg.Tensor([0.0]))\nTensor([1.])")
+log = defop("log", np.log, lambda xp, g, ans, x: g / x, save="x",
+            doc="Natural logarithm.\n\n>>> import tapegrad as tg\n>>> tg.log(tg.Tensor([1.0]))\nTensor([0.])")
+sqrt = defop("sqrt", np.sqrt, lambda xp, g, ans, x: g / (2 * ans), save="ans",
+             doc="Square root.\n\n>>> import tapegrad as tg\n>>> tg.sqrt(tg.Tensor([4.0]))\nTensor([2.])")
+sin = defop("sin", np.sin, lambda xp, g, ans, x: g * xp.cos(x), save="x",
+            doc="Sine.\n\n>>> import tapegrad as tg\n>>> tg.sin(tg.Tensor([0.0]))\nTensor([0.])")
+cos = defop("cos", np.cos, lambda xp, g, ans, x: -g * xp.sin(x), save="x",
+            doc="Cosine.\n\n>>> import tapegrad as tg\n>>> tg.cos(tg.Tensor([0.0]))\nTensor([1.])")
+tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="ans",
+             doc="Hyperbolic tangent.\n\n>>> import tapegrad as tg\n>>> tg.tanh(tg.Tensor([0.0]))\nTensor([0.])")
+sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
+                doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
+relu = defop("relu", lambda x: np.maximum(x, 0), lambda xp, g, ans, x: xp.where(ans > 0, g, 0), save="ans",
+             doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
+_clip = defop("clip", lambda x, a_min=None, a_max=None: np.clip(x, a_min, a_max), _clip_vjp, save="x",
+              doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
+astype = defop("astype", lambda x, dtype: x.astype(dtype), lambda xp, g, ans, x, dtype: g.astype(x.dtype),
+               save="x.shape", doc="Cast to dtype; the gradient is cast back.\n\n>>> import numpy as np, tapegrad as tg\n>>> tg.astype(tg.Tensor([1.0]), dtype=np.float32).dtype\ndtype('float32')")
+# fmt: on
+
+
+def clip(x, a_min=None, a_max=None):
+    """Limit x to [a_min, a_max] (either may be None); the gradient passes where a_min <= x <= a_max.
+
+    >>> import tapegrad as tg
+    >>> tg.clip(tg.Tensor([-2.0, 0.5, 3.0]), -1.0, 1.0)
+    Tensor([-1. ,  0.5,  1. ])
+    """
+    if a_min is None and a_max is None:
+        raise ValueError("clip: give a_min, a_max or both")
+    return _clip(x, a_min=a_min, a_max=a_max)

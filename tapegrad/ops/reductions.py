@@ -1,0 +1,156 @@
+"""Reductions with ``axis`` (int, tuple, negative, None) and ``keepdims``; softmax and log_softmax.
+
+Each rule first restores the reduced axes of ``g`` (``_kept``), then broadcasts against the input. Ties in
+max/min share the gradient evenly. logsumexp, softmax and log_softmax subtract the maximum first, so they are
+stable for large inputs.
+"""
+
+import numpy as np
+
+from ..registry import defop
+from ._axes import count, kept_shape, normalize_axes
+
+
+def _kept(xp, g, shape, axis, keepdims):
+    return g if keepdims else xp.reshape(g, kept_shape(shape, axis))
+
+
+def _sum_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    return xp.broadcast_to(_kept(xp, g, x.shape, axis, keepdims), x.shape)
+
+
+def _mean_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    return xp.broadcast_to(_kept(xp, g, x.shape, axis, keepdims) / count(x.shape, axis), x.shape)
+
+
+def _var_vjp(xp, g, ans, x, axis=None, ddof=0, keepdims=False):
+    centred = x - xp.mean(x, axis=axis, keepdims=True)
+    return _kept(xp, g, x.shape, axis, keepdims) * centred * (2.0 / (count(x.shape, axis) - ddof))
+
+
+def _extreme_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    at_extreme = x == _kept(xp, ans, x.shape, axis, keepdims)
+    ties = xp.sum(at_extreme, axis=axis, keepdims=True).astype(x.dtype)
+    return xp.where(at_extreme, _kept(xp, g, x.shape, axis, keepdims) / ties, 0)
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)  # all -inf (or inf) along an axis: leave it to log/exp
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.reshape(out, np.sum(x, axis=axis).shape)
+
+
+def _logsumexp_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    return _kept(xp, g, x.shape, axis, keepdims) * xp.exp(x - _kept(xp, ans, x.shape, axis, keepdims))
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis=-1):
+    return x - _logsumexp(x, axis=axis, keepdims=True)
+
+
+# fmt: off
+_sum = defop("sum", lambda x, axis=None, keepdims=False: np.sum(x, axis=axis, keepdims=keepdims),
+             _sum_vjp, save="x.shape")
+_mean = defop("mean", lambda x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims),
+              _mean_vjp, save="x.shape")
+_var = defop("var", lambda x, axis=None, ddof=0, keepdims=False: np.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
+             _var_vjp, save="x")
+_max = defop("max", lambda x, axis=None, keepdims=False: np.max(x, axis=axis, keepdims=keepdims),
+             _extreme_vjp, save="x ans")
+_min = defop("min", lambda x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims),
+             _extreme_vjp, save="x ans")
+_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans")
+_softmax_op = defop("softmax", _softmax,
+                    lambda xp, g, ans, x, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
+                    save="ans")
+_log_softmax_op = defop("log_softmax", _log_softmax,
+                        lambda xp, g, ans, x, axis=-1: g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True),
+                        save="ans")
+# fmt: on
+
+
+def sum(x, axis=None, keepdims=False):
+    """Sum over ``axis`` (None: all).
+
+    >>> import tapegrad as tg
+    >>> tg.sum(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]), axis=0)
+    Tensor([4., 6.])
+    """
+    return _sum(x, axis=normalize_axes(x, axis, "sum"), keepdims=keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Mean over ``axis`` (None: all).
+
+    >>> import tapegrad as tg
+    >>> tg.mean(tg.Tensor([1.0, 2.0, 6.0]))
+    Tensor(3.)
+    """
+    return _mean(x, axis=normalize_axes(x, axis, "mean"), keepdims=keepdims)
+
+
+def var(x, axis=None, ddof=0, keepdims=False):
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom (NumPy's definition).
+
+    >>> import tapegrad as tg
+    >>> tg.var(tg.Tensor([1.0, 3.0]))
+    Tensor(1.)
+    """
+    return _var(x, axis=normalize_axes(x, axis, "var"), ddof=ddof, keepdims=keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    """Maximum over ``axis``; tied maxima share the gradient evenly.
+
+    >>> import tapegrad as tg
+    >>> tg.max(tg.Tensor([1.0, 3.0, 2.0]))
+    Tensor(3.)
+    """
+    return _max(x, axis=normalize_axes(x, axis, "max"), keepdims=keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    """Minimum over ``axis``; tied minima share the gradient evenly.
+
+    >>> import tapegrad as tg
+    >>> tg.min(tg.Tensor([1.0, 3.0, 2.0]))
+    Tensor(1.)
+    """
+    return _min(x, axis=normalize_axes(x, axis, "min"), keepdims=keepdims)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) over ``axis``, computed stably.
+
+    >>> import tapegrad as tg
+    >>> tg.logsumexp(tg.Tensor([1000.0, 1000.0])).item() - 1000.0
+    0.6931471805599...
+    """
+    return _lse(x, axis=normalize_axes(x, axis, "logsumexp"), keepdims=keepdims)
+
+
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along ``axis`` (default: last), computed stably.
+
+    >>> import tapegrad as tg
+    >>> tg.softmax(tg.Tensor([0.0, 0.0]))
+    Tensor([0.5, 0.5])
+    """
+    return _softmax_op(x, axis=normalize_axes(x, axis, "softmax"))
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along ``axis`` (default: last), computed stably.
+
+    >>> import tapegrad as tg
+    >>> tg.log_softmax(tg.Tensor([0.0, 0.0]))
+    Tensor([-0.69314718, -0.69314718])
+    """
+    return _log_softmax_op(x, axis=normalize_axes(x, axis, "log_softmax"))

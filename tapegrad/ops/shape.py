@@ -1,0 +1,140 @@
+"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack and indexing.
+
+Their rules move the gradient back without touching values, so the tape saves shapes, never arrays.
+Indexing scatters the gradient back with an add, so repeated integer indices accumulate.
+"""
+
+import numpy as np
+
+from ..registry import _scatter_numpy, defop
+from ._axes import ndim_of, normalize_axes
+
+
+def _inverse(axes):
+    return None if axes is None else tuple(np.argsort(axes))
+
+
+def _concatenate_vjp(xp, g, ans, *xs, argnum, axis=0):
+    start = int(np.sum([xs[i].shape[axis] for i in range(argnum)], dtype=np.int64))
+    return g[(slice(None),) * axis + (slice(start, start + xs[argnum].shape[axis]),)]
+
+
+# fmt: off
+_reshape = defop("reshape", lambda x, shape: np.reshape(x, shape), lambda xp, g, ans, x, shape: xp.reshape(g, x.shape),
+                 save="x.shape")
+_transpose = defop("transpose", lambda x, axes=None: np.transpose(x, axes),
+                   lambda xp, g, ans, x, axes=None: xp.transpose(g, _inverse(axes)))
+_expand_dims = defop("expand_dims", lambda x, axis: np.expand_dims(x, axis),
+                     lambda xp, g, ans, x, axis: xp.reshape(g, x.shape), save="x.shape")
+_squeeze = defop("squeeze", lambda x, axis=None: np.squeeze(x, axis),
+                 lambda xp, g, ans, x, axis=None: xp.reshape(g, x.shape), save="x.shape")
+_broadcast_to = defop("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+                      lambda xp, g, ans, x, shape: g, broadcast=True)
+_concatenate = defop("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concatenate_vjp,
+                     inputs="*", save="*.shape")
+_stack = defop("stack", lambda *xs, axis=0: np.stack(xs, axis=axis),
+               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum,)], inputs="*")
+getitem = defop("getitem", lambda x, index: x[index],
+                lambda xp, g, ans, x, index: xp.scatter(g, index=index, shape=x.shape), save="x.shape",
+                doc="x[index] with basic slices, integer arrays (repeats accumulate) and boolean masks.\n\n"
+                    ">>> import tapegrad as tg\n>>> tg.getitem(tg.Tensor([1.0, 2.0, 3.0]), index=slice(1, None))\nTensor([2., 3.])")
+scatter = defop("scatter", lambda g, index, shape: _scatter_numpy(g, index, shape),
+                lambda xp, g, ans, x, index, shape: g[index],
+                doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
+                    ">>> import numpy as np, tapegrad as tg\n>>> tg.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
+# fmt: on
+
+
+def reshape(x, shape):
+    """Give x a new shape with the same number of elements (-1 infers one axis).
+
+    >>> import tapegrad as tg
+    >>> tg.reshape(tg.Tensor([1.0, 2.0, 3.0, 4.0]), (2, 2)).shape
+    (2, 2)
+    """
+    return _reshape(x, shape=tuple(shape) if isinstance(shape, (list, tuple)) else (shape,))
+
+
+def transpose(x, axes=None):
+    """Permute the axes (None: reverse them).
+
+    >>> import tapegrad as tg
+    >>> tg.transpose(tg.Tensor([[1.0, 2.0]])).shape
+    (2, 1)
+    """
+    if axes is not None:
+        axes = tuple(int(a) % ndim_of(x) for a in axes)
+        if sorted(axes) != list(range(ndim_of(x))):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of {ndim_of(x)} axes")
+    return _transpose(x, axes=axes)
+
+
+def swapaxes(x, axis1, axis2):
+    """Exchange two axes.
+
+    >>> import tapegrad as tg
+    >>> tg.swapaxes(tg.Tensor([[[1.0, 2.0]]]), 0, 2).shape
+    (2, 1, 1)
+    """
+    axes = list(range(ndim_of(x)))
+    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return _transpose(x, axes=tuple(axes))
+
+
+def expand_dims(x, axis):
+    """Insert a size-1 axis at ``axis``.
+
+    >>> import tapegrad as tg
+    >>> tg.expand_dims(tg.Tensor([1.0, 2.0]), 0).shape
+    (1, 2)
+    """
+    return _expand_dims(x, axis=axis)
+
+
+def squeeze(x, axis=None):
+    """Remove size-1 axes (all of them, or those in ``axis``).
+
+    >>> import tapegrad as tg
+    >>> tg.squeeze(tg.Tensor([[1.0, 2.0]])).shape
+    (2,)
+    """
+    return _squeeze(x, axis=normalize_axes(x, axis, "squeeze"))
+
+
+def broadcast_to(x, shape):
+    """Broadcast x to ``shape`` as NumPy does; the gradient is summed back.
+
+    >>> import tapegrad as tg
+    >>> tg.broadcast_to(tg.Tensor([1.0, 2.0]), (3, 2)).shape
+    (3, 2)
+    """
+    return _broadcast_to(x, shape=tuple(shape) if isinstance(shape, (list, tuple)) else (shape,))
+
+
+def concatenate(tensors, axis=0):
+    """Join tensors along an existing axis.
+
+    >>> import tapegrad as tg
+    >>> tg.concatenate([tg.Tensor([1.0]), tg.Tensor([2.0, 3.0])])
+    Tensor([1., 2., 3.])
+    """
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("concatenate: needs at least one tensor")
+    return _concatenate(tensors, axis=normalize_axes(tensors[0], axis, "concatenate")[0])
+
+
+def stack(tensors, axis=0):
+    """Join same-shaped tensors along a new axis.
+
+    >>> import tapegrad as tg
+    >>> tg.stack([tg.Tensor([1.0, 2.0]), tg.Tensor([3.0, 4.0])]).shape
+    (2, 2)
+    """
+    tensors = tuple(tensors)
+    if not tensors:
+        raise ValueError("stack: needs at least one tensor")
+    ndim = ndim_of(tensors[0]) + 1
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"stack: axis {axis} is out of range for a result of {ndim} dimensions")
+    return _stack(tensors, axis=int(axis) % ndim)

@@ -1,0 +1,251 @@
+"""The op registry: one table mapping each op's name to its forward and its vector-Jacobian rules.
+
+Every differentiable op is one call to :func:`defop`; the test suite reads the same table (``REGISTRY``), so
+a new op cannot slip in untested. Non-differentiable ops (comparisons, argmax) go through :func:`defnondiff`
+and are listed in ``NONDIFF``.
+
+The rule signature, shared by every op::
+
+    vjp(xp, g, ans, *inputs, **params) -> gradient for one input
+
+- ``xp``: the namespace the rule computes with. On a plain replay it is :data:`numpy_rules` (NumPy functions on
+  arrays, full NumPy speed); on a replay recorded for higher-order derivatives (``create_graph=True``) it is
+  tapegrad's own ops, and ``g``, ``ans`` and the inputs are tensors, so the rule itself is recorded.
+- ``g``: the cotangent of the output, in the output's shape. ``ans``: the output value.
+- ``inputs``: the values the op declared in ``save=``; anything not saved arrives as ``None``, and a
+  ``"x.shape"`` save arrives as a :class:`Shape` (shape and dtype only), so the tape keeps no array it does not need.
+- ``params``: the op's keyword parameters (``axis``, ``keepdims``, ...), as given to the forward.
+
+A rule returns the gradient in the output's broadcast shape. It never undoes broadcasting itself: the replay
+calls :func:`unbroadcast` for ops registered with ``broadcast=True``.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+
+__all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF", "unbroadcast", "Shape", "numpy_rules"]
+
+REGISTRY: dict[str, Op] = {}
+NONDIFF: dict[str, Op] = {}
+
+_INPUT_NAMES = ("x", "y", "z", "w")
+
+
+class Shape:
+    """What a rule sees of an input saved as ``"x.shape"``: its shape, ndim and dtype, no data."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, array):
+        self.shape = array.shape
+        self.dtype = array.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Shape({self.shape}, {self.dtype})"
+
+
+class _PerArgument:
+    """Rules of a variadic op (concatenate, stack): one function that also takes ``argnum``."""
+
+    __slots__ = ("rule",)
+
+    def __init__(self, rule):
+        self.rule = rule
+
+    def __getitem__(self, i):
+        return functools.partial(self.rule, argnum=i)
+
+
+class Op:
+    """One registered op: its name, forward, per-input rules and what the tape saves for them.
+
+    ``save`` is a tuple with one flag per input (0 nothing, 1 the array, 2 its :class:`Shape`), ``True`` when
+    every input is saved as an array, or ``None`` when none is. ``variadic`` ops save the same flag for all.
+    """
+
+    __slots__ = ("name", "forward", "vjps", "save", "save_ans", "broadcast", "variadic", "arity", "nosave", "doc")
+
+    def __init__(self, name, forward, vjps, save, save_ans, broadcast, variadic, arity, doc):
+        self.name = name
+        self.forward = forward
+        self.vjps = vjps
+        self.save = save
+        self.save_ans = save_ans
+        self.broadcast = broadcast
+        self.variadic = variadic
+        self.arity = arity
+        self.nosave = (None,) * arity if arity else None
+        self.doc = doc
+
+    def saved_values(self, datas):
+        """The per-input values an entry keeps for this op's rules (arrays, shapes or None)."""
+        flags = self.save
+        if flags is True:
+            return datas
+        if flags is None:
+            return self.nosave if len(datas) == self.arity else (None,) * len(datas)
+        if self.variadic:
+            flags = flags * len(datas)
+        return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+def _parse_save(save, names, variadic):
+    if isinstance(save, str):
+        save = tuple(save.split())
+    save_ans = "ans" in save
+    if variadic:
+        flag = 1 if "*" in save else (2 if "*.shape" in save else 0)
+        return (flag,), save_ans
+    flags = []
+    for n in names:
+        flags.append(1 if n in save else (2 if f"{n}.shape" in save else 0))
+    unknown = set(save) - {"ans"} - set(names) - {f"{n}.shape" for n in names}
+    if unknown:
+        raise ValueError(f"defop: unknown names in save={save!r}; inputs are {names}")
+    if all(f == 1 for f in flags):
+        return True, save_ans
+    if not any(flags):
+        return None, save_ans
+    return tuple(flags), save_ans
+
+
+def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None, register=True):
+    """Register a differentiable op and return its public function.
+
+    ``forward(*arrays, **params)`` computes the value; ``vjps`` holds one rule per input (``None`` for an input
+    that is never differentiable, such as ``where``'s condition). With ``inputs="*"`` the op is variadic and
+    ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
+    arrays), ``"x.shape"`` (shape only), ``"ans"``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> from tapegrad.registry import defop
+    >>> cube = defop("cube_demo", lambda x: x ** 3, lambda xp, g, ans, x: g * 3 * x * x, save="x", register=False)
+    >>> x = tg.Tensor(2.0, requires_grad=True)
+    >>> with tg.tape.record():
+    ...     y = cube(x)
+    >>> y.backward(); float(x.grad)
+    12.0
+    """
+    from .tape import apply
+
+    variadic = inputs == "*"
+    if variadic:
+        names, arity, rules = ("*",), 0, _PerArgument(vjps[0])
+    else:
+        names = tuple(inputs) if inputs is not None else _INPUT_NAMES[: len(vjps)]
+        if len(names) != len(vjps):
+            raise ValueError(f"defop {name!r}: {len(names)} inputs but {len(vjps)} rules")
+        arity, rules = len(names), tuple(vjps)
+    flags, save_ans = _parse_save(save, names, variadic)
+    op = Op(name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc)
+    if register:
+        if name in REGISTRY or name in NONDIFF:
+            raise ValueError(f"defop: an op named {name!r} is already registered")
+        REGISTRY[name] = op
+
+    if variadic:
+
+        def fn(tensors, **params):
+            return apply(op, tuple(tensors), params)
+    else:
+
+        def fn(*args, **params):
+            return apply(op, args, params)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.op = op
+    return fn
+
+
+def defnondiff(name, forward, doc=None):
+    """Register an op whose result has no gradient (comparisons, argmax): it is never recorded."""
+    from .tape import apply_nondiff
+
+    op = Op(name, forward, (), None, False, False, False, 0, doc)
+    NONDIFF[name] = op
+
+    def fn(*args, **params):
+        return apply_nondiff(op, args, params)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.op = op
+    return fn
+
+
+def unbroadcast(xp, g, shape):
+    """Sum ``g`` down to ``shape``: the adjoint of broadcasting an array of ``shape`` to ``g.shape``.
+
+    >>> unbroadcast(numpy_rules, np.ones((2, 3)), (3,))
+    array([2., 2., 2.])
+    """
+    gshape = g.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if axes:
+        g = xp.sum(g, axis=axes, keepdims=True)
+    return xp.reshape(g, shape)
+
+
+def _scatter_numpy(g, index, shape):
+    out = np.zeros(shape, dtype=g.dtype)
+    if _is_basic_index(index):
+        out[index] = g  # basic indexing never repeats an element
+    else:
+        np.add.at(out, index, g)  # repeated integer indices must accumulate
+    return out
+
+
+def _is_basic_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
+
+
+# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy lacks.
+numpy_rules = types.SimpleNamespace(
+    **{
+        n: getattr(np, n)
+        for n in (
+            "exp",
+            "log",
+            "sqrt",
+            "sin",
+            "cos",
+            "tanh",
+            "sign",
+            "abs",
+            "where",
+            "sum",
+            "mean",
+            "reshape",
+            "broadcast_to",
+            "expand_dims",
+            "squeeze",
+            "transpose",
+            "swapaxes",
+            "matmul",
+            "zeros",
+            "ones",
+            "maximum",
+            "minimum",
+            "concatenate",
+            "stack",
+        )
+    },
+    scatter=_scatter_numpy,
+    name="numpy",
+)

@@ -1,0 +1,689 @@
+"""The gradient tape: recording, replay and release. The whole life cycle of a recorded computation is here.
+
+Contract
+--------
+- **What is recorded.** While a ``with tape.record():`` block is active on a thread, every differentiable op
+  whose inputs need a gradient appends one *entry* to the tape: the op, a key per input, the values its rule
+  declared it needs (nothing more), and a weak reference to its output's :class:`Node`. Tensors hold their
+  array and at most a ``Node``, a bare identity token; they never point at their inputs or at an entry.
+  Outside every ``record()`` block nothing is recorded and nothing is kept for gradients.
+- **Per thread.** The stack of active tapes belongs to the thread: two threads recording at once never mix
+  entries. Nested blocks record every op on every active tape (as TensorFlow's nested tapes do), which is what
+  makes derivatives of derivatives work.
+- **Replay.** ``backward()`` walks the list in reverse: it is in execution order, so reversed it is already a
+  topological order and no graph sort is needed. Cotangents live in a dict keyed by node (or by the leaf
+  tensor); each is popped when its producing entry runs, and each entry's saved values are dropped right after
+  its rule ran, so memory falls as replay proceeds. A non-persistent tape is then released: it holds nothing.
+- **What persists.** ``record(persistent=True)`` keeps the entries for several replays until ``release()``.
+  ``backward(create_graph=True)`` records the rules on the replayed tape (and every active one) and keeps it,
+  so the gradients it produces can be differentiated again.
+- **Who keeps a tape alive.** The block while it is active; then whoever holds the tape object
+  (``with tape.record() as t``); and, so that ``loss.backward()`` works after the block, the thread keeps the
+  most recently closed tape until the next block closes. Tensors refer to their tape only weakly, so keeping
+  a tensor (a loss in a history list) never keeps a graph alive. A tape dropped without replay frees
+  everything at once: a loop that records and never calls backward stays bounded.
+- **Dead entries.** An entry whose output node has become unreachable (no tensor holds it and no later entry
+  uses it) cannot contribute to any gradient: a weak-reference callback drops its saved values at once.
+- **In-place changes.** Changing a tensor's data through tapegrad (``x.data = ...``, ``x.data -= ...``,
+  in-place operators, optimizer steps) bumps its version; a replay that needs a value changed after it was
+  recorded raises :class:`InPlaceModificationError` naming the op, instead of using the changed value.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from .registry import numpy_rules, unbroadcast
+from .tensor import Tensor
+
+__all__ = [
+    "Tape",
+    "record",
+    "stop_recording",
+    "current",
+    "is_recording",
+    "TapeError",
+    "InPlaceModificationError",
+]
+
+_getrefcount = sys.getrefcount
+_new_tensor = Tensor.__new__
+_clock = 0  # bumped by every in-place change made through tapegrad; entries remember its value
+
+
+class TapeError(RuntimeError):
+    """A tape was used in a way that cannot give a correct gradient."""
+
+
+class InPlaceModificationError(TapeError):
+    """A value a recorded op saved for its backward rule was changed in place before the replay."""
+
+
+class Node:
+    """The identity of one recorded value: the key its cotangent lives under during replay.
+
+    A node holds no data and no link to other nodes. ``tape`` is a weak reference to the innermost tape that
+    recorded it, which is how ``loss.backward()`` finds its tape.
+    """
+
+    __slots__ = ("tape", "_version", "hooks", "__weakref__")
+
+
+class _TapeRef(weakref.ref):
+    """The weak reference every node of a tape shares; ``state`` outlives the tape to explain errors."""
+
+    __slots__ = ("state",)
+
+
+class _Entry(weakref.ref):
+    """One line of the Wengert list: a weak reference to the output node, and ``rec`` while it is live.
+
+    ``rec = (op, srcs, vals, ans, shapes, params, epoch, mask, info)``: the op; per input its node, its tensor
+    (a leaf) or None; what the rule saved; the saved output; input shapes where they broadcast; the op's
+    parameters; the clock when recorded; a bit mask of the inputs that need a gradient; debugging info.
+    """
+
+    __slots__ = ("rec",)
+
+
+def _entry_died(entry):
+    # The output node is unreachable: nothing can send a cotangent here any more.
+    entry.rec = None
+
+
+class _State(threading.local):
+    active: tuple = ()  # the active tapes, innermost last
+    pending = None  # the most recently closed tape, kept so that loss.backward() works after the block
+    watched = frozenset()  # ids of tensors watched by an active tape
+
+
+_state = _State()
+
+
+def current() -> Tape | None:
+    """The innermost tape recording on this thread, or None.
+
+    >>> from tapegrad import tape
+    >>> tape.current() is None
+    True
+    """
+    active = _state.active
+    return active[-1] if active else None
+
+
+def is_recording() -> bool:
+    """Whether ops on this thread are being recorded right now."""
+    return bool(_state.active)
+
+
+class Tape:
+    """A Wengert list of recorded ops. Make one with :func:`record`.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.tape.record() as t:
+    ...     y = (x * x).sum()
+    >>> len(t)
+    2
+    >>> y.backward(); x.grad
+    array([2., 4.])
+    >>> len(t)   # replayed and released
+    0
+    """
+
+    def __init__(self, persistent: bool = False):
+        self.persistent = persistent
+        self._entries: list[_Entry] = []
+        self._ref = _TapeRef(self)
+        self._ref.state = "recording"
+        self._watched: dict[int, Tensor] = {}
+        self._compact_at = 1024
+        self._replays = 0
+
+    # -- the context manager ------------------------------------------------------------------------
+    def __enter__(self) -> Tape:
+        if self._ref.state in ("replayed", "released"):
+            raise TapeError(f"this tape was already {self._ref.state}; start a new block with tape.record()")
+        _state.active = _state.active + (self,)
+        self._sync_watched()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        active = _state.active
+        # try/finally semantics: whatever happened in the block, this tape stops recording here.
+        _state.active = tuple(t for t in active if t is not self)
+        self._sync_watched()
+        if self._ref.state == "recording":
+            _state.pending = self
+
+    def _sync_watched(self):
+        ids = set()
+        for t in _state.active:
+            ids.update(t._watched)
+        _state.watched = frozenset(ids)
+
+    def watch(self, *tensors: Tensor) -> None:
+        """Record ops on ``tensors`` as if they required a gradient, for this tape (TensorFlow's ``watch``).
+
+        >>> import tapegrad as tg
+        >>> x = tg.Tensor(3.0)
+        >>> with tg.tape.record() as t:
+        ...     t.watch(x)
+        ...     y = x * x
+        >>> float(t.gradient(y, x))
+        6.0
+        """
+        for x in tensors:
+            if not isinstance(x, Tensor):
+                raise TypeError(f"watch() takes tensors, got {type(x).__name__}")
+            _check_float(x, "watch")
+            self._watched[id(x)] = x
+        self._sync_watched()
+
+    # -- inspection ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return sum(1 for e in self._entries if e.rec is not None)
+
+    @property
+    def entries(self) -> list:
+        """The live entries' records, in execution order (read-only view for debugging tools)."""
+        return [e.rec for e in self._entries if e.rec is not None]
+
+    @property
+    def state(self) -> str:
+        """'recording' (open or closed, not yet replayed), 'replayed' or 'released'."""
+        return self._ref.state
+
+    def saved_bytes(self) -> int:
+        """Bytes of the arrays this tape keeps for backward (each array counted once)."""
+        seen, total = set(), 0
+        for rec in self.entries:
+            for a in (*rec[2], rec[3]):
+                if isinstance(a, np.ndarray) and id(a) not in seen:
+                    seen.add(id(a))
+                    total += a.nbytes
+        return total
+
+    def __repr__(self) -> str:
+        return f"<Tape {self.state}, {len(self)} entries, persistent={self.persistent}>"
+
+    # -- recording ----------------------------------------------------------------------------------
+    def _append(self, entry: _Entry) -> None:
+        entries = self._entries
+        entries.append(entry)
+        if len(entries) >= self._compact_at and not self._replays:
+            # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
+            entries[:] = [e for e in entries if e.rec is not None]
+            self._compact_at = max(1024, 2 * len(entries))
+
+    # -- replay and release -------------------------------------------------------------------------
+    def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False) -> None:
+        """Replay this tape from ``target`` and accumulate into ``.grad`` of the leaves (see Tensor.backward)."""
+        seed = _seed(target, gradient, "backward")
+        self._replay([(_key_of(target), seed)], create_graph=create_graph, leaves=True)
+
+    def gradient(self, target, sources, output_gradients=None, *, unconnected: str = "none"):
+        """Gradients of ``target`` with respect to ``sources`` (a tensor, list/tuple or dict), without touching ``.grad``.
+
+        ``unconnected="zero"`` gives zeros instead of None for sources that took no part.
+
+        >>> import tapegrad as tg
+        >>> x = tg.Tensor(2.0, requires_grad=True)
+        >>> with tg.tape.record() as t:
+        ...     y = x ** 3
+        >>> float(t.gradient(y, x))
+        12.0
+        """
+        if unconnected not in ("none", "zero"):
+            raise ValueError(f"gradient(): unconnected must be 'none' or 'zero', got {unconnected!r}")
+        flat, rebuild = _flatten(sources)
+        targets, tflat = (target, [target]) if isinstance(target, Tensor) else (target, list(target))
+        gflat = (
+            [None] * len(tflat)
+            if output_gradients is None
+            else ([output_gradients] if isinstance(target, Tensor) else list(output_gradients))
+        )
+        if len(gflat) != len(tflat):
+            raise ValueError("gradient(): output_gradients must match target in structure")
+        roots = [(_key_of(t), _seed(t, g, "gradient")) for t, g in zip(tflat, gflat)]
+        wanted = {}
+        for s in flat:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
+            wanted[_key_of(s)] = None
+        create_graph = bool(_state.active)  # run while an outer tape records: differentiable again
+        found = self._replay(roots, create_graph=create_graph, leaves=False, wanted=wanted)
+        out = []
+        for s in flat:
+            g = found.get(_key_of(s))
+            if g is None and unconnected == "zero":
+                g = np.zeros_like(s._data)
+            out.append(g)
+        return rebuild(out)
+
+    def release(self) -> None:
+        """Free every entry and saved array now; the tape cannot be replayed afterwards."""
+        for e in self._entries:
+            e.rec = None
+        self._entries = []
+        self._ref.state = "released"
+        if _state.pending is self:
+            _state.pending = None
+
+    def _replay(self, roots, *, create_graph, leaves, wanted=None):
+        state = self._ref.state
+        if state != "recording":
+            raise TapeError(_consumed_message(state))
+        entries = self._entries
+        n = len(entries)
+        retain = self.persistent or create_graph
+        grads: dict = {}
+        for key, seed in roots:
+            if key is not None:
+                _accumulate(grads, key, seed, create_graph)
+        found = {} if wanted is not None else None
+        self._replays += 1
+        if create_graph:
+            xp = _tensor_rules()
+            # The rules become recorded ops: on this tape (its forward values are needed) and on every active one.
+            saved_active = _state.active
+            if self not in saved_active:
+                _state.active = saved_active + (self,)
+        else:
+            xp = numpy_rules
+        try:
+            for idx in range(n - 1, -1, -1):
+                e = entries[idx]
+                rec = e.rec
+                if rec is None:
+                    continue
+                node = e()
+                g = grads.pop(node, None) if node is not None else None
+                if not retain:
+                    e.rec = None  # its saved values go as soon as its rule has run
+                if g is None:
+                    continue
+                if _hooks_on and getattr(node, "hooks", None):
+                    g = _run_hooks(node.hooks, g)
+                if found is not None and node in wanted:
+                    found[node] = g
+                op, srcs, vals, ans, shapes, params, epoch, mask, info = rec
+                if epoch < _clock:
+                    _check_versions(op, srcs, vals, ans, node, epoch)
+                if create_graph:
+                    g, ans, vals = _as_tensors(g, ans, vals, srcs, node, op)
+                vjps = op.vjps
+                for i in range(len(srcs)):
+                    if not (mask >> i) & 1:
+                        continue
+                    if params:
+                        gi = vjps[i](xp, g, ans, *vals, **params)
+                    else:
+                        gi = vjps[i](xp, g, ans, *vals)
+                    if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
+                        gi = unbroadcast(xp, gi, shapes[i])
+                    _accumulate(grads, srcs[i], gi, create_graph)
+                rec = vals = ans = g = gi = None
+        finally:
+            self._replays -= 1
+            if create_graph:
+                _state.active = saved_active
+        # What is left are leaves (and nodes of other tapes, which this replay does not reach through).
+        while grads:
+            key, g = grads.popitem()
+            if key.__class__ is Node:
+                continue
+            if found is not None:
+                if key in wanted:
+                    found[key] = g if create_graph else _fresh(g, key._data.dtype, _getrefcount(g) - 1)
+            elif leaves and key.requires_grad:
+                if not create_graph:
+                    g = _fresh(g, key._data.dtype, _getrefcount(g) - 1)
+                _write_grad(key, g)
+            key = g = None
+        if not retain:
+            self._entries = []
+            self._ref.state = "replayed"
+            if _state.pending is self:
+                _state.pending = None
+            if self in _state.active:  # replayed inside its own block: later ops there are not recorded on it
+                _state.active = tuple(t for t in _state.active if t is not self)
+                self._sync_watched()
+        return found
+
+
+def record(*, persistent: bool = False) -> Tape:
+    """Start recording on a new tape: ``with tape.record() as t: ...``.
+
+    >>> import tapegrad as tg
+    >>> w = tg.Tensor([1.0, -1.0], requires_grad=True)
+    >>> with tg.tape.record():
+    ...     loss = (w * w).sum()
+    >>> loss.backward(); w.grad
+    array([ 2., -2.])
+    """
+    return Tape(persistent=persistent)
+
+
+class stop_recording:
+    """Pause every active tape on this thread for the block: ops inside are plain NumPy and keep nothing.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor(1.0, requires_grad=True)
+    >>> with tg.tape.record():
+    ...     with tg.tape.stop_recording():
+    ...         y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __enter__(self):
+        self._saved = (_state.active, _state.watched)
+        _state.active = ()
+        _state.watched = frozenset()
+        return self
+
+    def __exit__(self, *exc):
+        _state.active, _state.watched = self._saved
+
+
+# -- recording one op ---------------------------------------------------------------------------------
+def apply(op, args, params):
+    """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
+    datas = tuple([a._data if isinstance(a, Tensor) else a for a in args])
+    try:
+        out = op.forward(*datas, **params) if params else op.forward(*datas)
+    except ValueError as err:
+        raise _shape_error(op, args, err) from None
+    if out.__class__ is not np.ndarray:
+        out = np.asarray(out)
+    t = _new_tensor(Tensor)
+    t._data = out
+    t.grad = None
+    active = _state.active
+    if not active:
+        t.requires_grad = False
+        t._node = None
+        return t
+    srcs = []
+    mask = 0
+    watched = _state.watched
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            node = a._node
+            if node is not None:
+                srcs.append(node)
+                mask |= 1 << i
+            else:
+                srcs.append(a)
+                if a.requires_grad or (watched and id(a) in watched):
+                    mask |= 1 << i
+        else:
+            srcs.append(None)
+    if not mask:
+        t.requires_grad = False
+        t._node = None
+        return t
+    shapes = None
+    if op.broadcast:
+        oshape = out.shape
+        for i, d in enumerate(datas):
+            if (mask >> i) & 1 and d.shape != oshape:
+                shapes = tuple([getattr(d, "shape", None) for d in datas])
+                break
+    rec = (
+        op,
+        tuple(srcs),
+        op.saved_values(datas),
+        out if op.save_ans else None,
+        shapes,
+        params,
+        _clock,
+        mask,
+        None,
+    )
+    node = Node()
+    node.tape = active[-1]._ref
+    t.requires_grad = True
+    t._node = node
+    for tape in active:
+        e = _Entry(node, _entry_died)
+        e.rec = rec
+        tape._append(e)
+    return t
+
+
+def apply_nondiff(op, args, params):
+    """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
+    datas = [a._data if isinstance(a, Tensor) else a for a in args]
+    try:
+        out = op.forward(*datas, **params)
+    except ValueError as err:
+        raise _shape_error(op, args, err) from None
+    return Tensor._wrap(np.asarray(out))
+
+
+def _shape_error(op, args, err):
+    shapes = ", ".join(
+        str(a.shape) if isinstance(a, Tensor) else (str(np.shape(a)) if not np.isscalar(a) else "scalar") for a in args
+    )
+    return ValueError(f"{op.name}: incompatible shapes {shapes}: {err}")
+
+
+# -- pieces of the replay -----------------------------------------------------------------------------
+def _key_of(t: Tensor):
+    return t._node if t._node is not None else t
+
+
+def _seed(target, gradient, what):
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
+    if target._node is None and not target.requires_grad:
+        raise TapeError(
+            f"{what}() on a tensor that no tape recorded: compute it inside `with tape.record():` "
+            "from tensors created with requires_grad=True (or watched with t.watch(x))"
+        )
+    data = target._data
+    if gradient is None:
+        if data.size != 1:
+            raise ValueError(
+                f"{what}() needs a gradient argument for a non-scalar output of shape {data.shape}: "
+                f"call .sum() (or .mean()) first, or pass gradient= an array of shape {data.shape}"
+            )
+        return np.ones_like(data)
+    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient, dtype=data.dtype)
+    if g.shape != data.shape:
+        raise ValueError(f"{what}(): the gradient argument has shape {g.shape} but the output has shape {data.shape}")
+    return g
+
+
+def _consumed_message(state):
+    if state == "replayed":
+        return (
+            "backward() was already called on this tape, which freed it: a non-persistent tape can be "
+            "replayed once. Record with tape.record(persistent=True) to call backward more than once"
+        )
+    return "this tape was released (release() was called); record the computation again"
+
+
+def _owned(a) -> bool:
+    # The cotangent dict's value, the caller's local and getrefcount's argument: no one else holds it.
+    return a.__class__ is np.ndarray and a.base is None and a.flags.writeable and _getrefcount(a) <= 3
+
+
+def _accumulate(grads, key, g, create_graph):
+    old = grads.get(key)
+    if old is None:
+        grads[key] = g
+    elif create_graph:
+        grads[key] = old + g
+    elif old.dtype == g.dtype and _owned(old):
+        old += g  # a buffer only this replay holds: add in place (as PyTorch's AccumulateGrad steals buffers)
+    else:
+        grads[key] = old + g
+
+
+def _fresh(g, dtype, refs):
+    """A gradient the user may keep and change: the leaf's dtype, a buffer shared with nothing else.
+
+    ``refs`` is how many references the caller's frame holds besides its own local (1 means only that local).
+    """
+    if g.dtype != dtype:
+        return g.astype(dtype)
+    if g.__class__ is not np.ndarray or g.base is not None or not g.flags.writeable or refs > 1:
+        return np.array(g)
+    return g
+
+
+def _write_grad(leaf, g):
+    if _hooks_on and getattr(leaf, "_hooks", None):
+        g = _run_hooks(leaf._hooks, g)
+    if leaf.grad is None:
+        leaf.grad = g
+    else:
+        leaf.grad = leaf.grad + g
+
+
+def _check_versions(op, srcs, vals, ans, node, epoch):
+    for i, src in enumerate(srcs):
+        if src is not None and vals[i] is not None and getattr(src, "_version", 0) > epoch:
+            raise InPlaceModificationError(
+                f"{op.name}: input {i} (shape {vals[i].shape}) was changed in place after the tape saved it "
+                "for backward. Change it only after backward(), or write x = x + y instead of an in-place update"
+            )
+    if ans is not None and getattr(node, "_version", 0) > epoch:
+        raise InPlaceModificationError(
+            f"{op.name}: its output was changed in place after the tape saved it for backward; "
+            "write out = out + y instead of an in-place update"
+        )
+
+
+def bump_version(t: Tensor) -> None:
+    """Mark ``t`` as changed in place (called by tapegrad's in-place paths, never on the hot path)."""
+    global _clock
+    _clock += 1
+    t._version = _clock
+    if t._node is not None:
+        t._node._version = _clock
+
+
+def _as_tensors(g, ans, vals, srcs, node, op):
+    wrap = Tensor._wrap_recorded
+    if not isinstance(g, Tensor):
+        g = Tensor._wrap(g)
+    if ans is not None:
+        ans = wrap(ans, node)
+    vals = tuple(
+        wrap(v, s)
+        if isinstance(v, np.ndarray) and s.__class__ is Node
+        else (s if isinstance(v, np.ndarray) and isinstance(s, Tensor) and s._data is v else v)
+        for v, s in zip(vals, srcs)
+    )
+    return g, ans, vals
+
+
+_hooks_on = False
+
+
+def _run_hooks(hooks, g):
+    for fn in list(hooks.values()):
+        r = fn(g)
+        if r is not None:
+            g = r
+    return g
+
+
+def enable_hooks() -> None:
+    """Called when the first hook is registered, so replays without hooks never look for them."""
+    global _hooks_on
+    _hooks_on = True
+
+
+_TENSOR_RULES = None
+
+
+def _tensor_rules():
+    global _TENSOR_RULES
+    if _TENSOR_RULES is None:
+        from .ops import tensor_rules
+
+        _TENSOR_RULES = tensor_rules
+    return _TENSOR_RULES
+
+
+def _check_float(x, what):
+    if x._data.dtype.kind not in "fc":
+        raise TypeError(
+            f"{what}: a tensor of dtype {x._data.dtype} cannot carry a gradient; "
+            "convert it first, e.g. Tensor(x.numpy().astype(np.float64))"
+        )
+
+
+def _flatten(tree):
+    """Flatten a tensor, list/tuple or dict of tensors; return the leaves and a function rebuilding it."""
+    if isinstance(tree, Tensor):
+        return [tree], lambda out: out[0]
+    if isinstance(tree, dict):
+        keys = list(tree)
+        return [tree[k] for k in keys], lambda out: dict(zip(keys, out))
+    if isinstance(tree, (list, tuple)):
+        kind = type(tree)
+        return list(tree), lambda out: kind(out)
+    raise TypeError(f"sources must be a tensor, a list/tuple or a dict of tensors, got {type(tree).__name__}")
+
+
+# -- entry points used by Tensor ------------------------------------------------------------------------
+def _backward(t: Tensor, gradient, create_graph: bool) -> None:
+    node = t._node
+    if node is None:
+        if not t.requires_grad:
+            _seed(t, gradient, "backward")  # raises the "no tape recorded this tensor" error
+        seed = _seed(t, gradient, "backward")  # a leaf: its own gradient is the seed
+        _write_grad(t, _fresh(seed, t._data.dtype, 2))
+        return
+    tape = node.tape()
+    if tape is None:
+        state = node.tape.state
+        if state == "recording":
+            raise TapeError(
+                "the tape that recorded this tensor was dropped before backward(): a tape you do not hold "
+                "is kept only until the next record() block on this thread ends. Call backward() before "
+                "recording again, or hold it (`with tape.record() as t:`) and call t.backward(loss)"
+            )
+        raise TapeError(_consumed_message(state))
+    tape.backward(t, gradient, create_graph=create_graph)
+
+
+class _HookHandle:
+    __slots__ = ("_hooks", "_key")
+
+    def __init__(self, hooks, key):
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        """Unregister the hook (idempotent)."""
+        self._hooks.pop(self._key, None)
+
+
+_hook_ids = iter(range(1, sys.maxsize))
+
+
+def _register_hook(t: Tensor, fn) -> _HookHandle:
+    if not callable(fn):
+        raise TypeError("register_hook() takes a callable fn(grad) -> grad or None")
+    owner = t._node if t._node is not None else t
+    hooks = getattr(owner, "hooks" if owner is t._node else "_hooks", None)
+    if hooks is None:
+        hooks = {}
+        if owner is t._node:
+            owner.hooks = hooks
+        else:
+            owner._hooks = hooks
+    key = next(_hook_ids)
+    hooks[key] = fn
+    enable_hooks()
+    return _HookHandle(hooks, key)

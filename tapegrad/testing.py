@@ -1,0 +1,175 @@
+"""Testing utilities: check gradients against central finite differences, the way tapegrad tests itself.
+
+``gradcheck(fn, *inputs)`` compares reverse-mode vector-Jacobian products with central differences in
+float64: the full Jacobian for small inputs and outputs, one random direction per input otherwise
+(``<u, J^T v>`` against ``<v, J u>``). ``gradgradcheck`` does the same for the gradient itself, computed
+through nested tapes, which checks second derivatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tape import record
+from .tensor import Tensor
+
+__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "numerical_jacobian"]
+
+
+class GradcheckError(AssertionError):
+    """Reverse-mode and finite-difference gradients disagree."""
+
+
+def _as_inputs(inputs):
+    arrays = []
+    for x in inputs:
+        a = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+        if a.dtype.kind not in "fc":
+            a = a.astype(np.float64)
+        arrays.append(np.array(a, dtype=np.float64))  # a private float64 copy, perturbed in place
+    return arrays
+
+
+def _value(fn, arrays):
+    out = fn(*[Tensor(a) for a in arrays])
+    return np.array(out.numpy() if isinstance(out, Tensor) else out, dtype=np.float64)
+
+
+def numerical_jacobian(fn, arrays, i, eps):
+    """d fn / d arrays[i] by central differences: shape ``out.shape + arrays[i].shape``."""
+    x = arrays[i]
+    out0 = _value(fn, arrays)
+    jac = np.zeros(out0.shape + x.shape)
+    for idx in np.ndindex(*x.shape):
+        old = x[idx]
+        x[idx] = old + eps
+        hi = _value(fn, arrays)
+        x[idx] = old - eps
+        lo = _value(fn, arrays)
+        x[idx] = old
+        jac[(...,) + idx] = (hi - lo) / (2 * eps)
+    return jac
+
+
+def _reverse(fn, arrays, cotangent):
+    """Gradients of <cotangent, fn(x)> for every input, and the op names the tape recorded."""
+    xs = [Tensor(a.copy(), requires_grad=True) for a in arrays]
+    with record(persistent=True) as t:
+        out = fn(*xs)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
+    ops = [rec[0].name for rec in t.entries]
+    if out.requires_grad:
+        out.backward(cotangent.astype(out.dtype))
+    t.release()
+    grads = []
+    for x in xs:
+        if x.grad is not None and x.grad.shape != x.shape:
+            raise GradcheckError(f"gradient of shape {x.grad.shape} for an input of shape {x.shape}; ops: {ops}")
+        grads.append(np.zeros_like(x.numpy()) if x.grad is None else np.asarray(x.grad, dtype=np.float64))
+    return grads, ops
+
+
+def _fail(kind, i, index, analytic, numeric, ops, atol, rtol):
+    return GradcheckError(
+        f"gradcheck failed ({kind}) for input {i} at index {index}: analytic {analytic!r} vs numeric "
+        f"{numeric!r} (atol={atol}, rtol={rtol}).\nOps on the tape, in order: {', '.join(ops) or '(none)'}"
+    )
+
+
+def gradcheck(
+    fn, *inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-4, seed: int = 0, full_jacobian_max: int = 256
+) -> bool:
+    """Check ``fn``'s reverse-mode gradients against central finite differences, in float64.
+
+    Inputs are arrays or tensors (converted to float64 copies). Returns True, or raises
+    :class:`GradcheckError` naming the input, the worst element, analytic vs numeric value and the tape's ops.
+
+    >>> import tapegrad as tg
+    >>> tg.gradcheck(lambda x, y: (x * y).sum(axis=0), [[1.0, 2.0], [3.0, 4.0]], [0.5, -1.0])
+    True
+    """
+    arrays = _as_inputs(inputs)
+    rng = np.random.default_rng(seed)
+    out0 = _value(fn, arrays)
+    size_in = int(np.sum([a.size for a in arrays]))
+    if out0.size * size_in <= full_jacobian_max:
+        # Full Jacobian: one backward per output element, one pair of evaluations per input element.
+        rows = []
+        ops: list = []
+        for k in range(max(out0.size, 1)):
+            v = np.zeros(out0.size)
+            if out0.size:
+                v[k] = 1.0
+            grads, ops = _reverse(fn, arrays, v.reshape(out0.shape))
+            rows.append(grads)
+        for i in range(len(arrays)):
+            numeric = numerical_jacobian(fn, arrays, i, eps).reshape(out0.size, *arrays[i].shape)
+            analytic = np.stack([r[i] for r in rows]) if out0.size else numeric
+            _compare("full Jacobian", i, analytic, numeric, ops, atol, rtol)
+        return True
+    # One random cotangent v; per-element differences of <v, f> for small inputs, a direction u otherwise.
+    v = rng.standard_normal(out0.shape)
+    grads, ops = _reverse(fn, arrays, v)
+    for i, x in enumerate(arrays):
+        if x.size <= full_jacobian_max:
+            numeric = np.zeros_like(x)
+            for idx in np.ndindex(*x.shape):
+                old = x[idx]
+                x[idx] = old + eps
+                hi = np.sum(v * _value(fn, arrays))
+                x[idx] = old - eps
+                lo = np.sum(v * _value(fn, arrays))
+                x[idx] = old
+                numeric[idx] = (hi - lo) / (2 * eps)
+            _compare("vector-Jacobian product", i, grads[i], numeric, ops, atol, rtol)
+        else:
+            u = rng.standard_normal(x.shape)
+            saved = x.copy()
+            x += eps * u
+            hi = _value(fn, arrays)
+            x[...] = saved - eps * u
+            lo = _value(fn, arrays)
+            x[...] = saved
+            numeric = np.sum(v * (hi - lo)) / (2 * eps)
+            analytic = np.sum(u * grads[i])
+            if not np.isclose(analytic, numeric, atol=atol * np.sqrt(x.size), rtol=rtol):
+                raise _fail("random direction <u, J^T v> vs <v, J u>", i, "(all)", analytic, numeric, ops, atol, rtol)
+    return True
+
+
+def _compare(kind, i, analytic, numeric, ops, atol, rtol):
+    analytic = np.asarray(analytic, dtype=np.float64)
+    bad = ~np.isclose(analytic, numeric, atol=atol, rtol=rtol)
+    if bad.any():
+        err = np.where(bad, np.abs(analytic - numeric), -1.0)
+        worst = np.unravel_index(int(np.argmax(err)), err.shape)
+        raise _fail(
+            kind, i, tuple(int(w) for w in worst), float(analytic[worst]), float(numeric[worst]), ops, atol, rtol
+        )
+
+
+def gradgradcheck(fn, *inputs, eps: float = 1e-6, atol: float = 1e-4, rtol: float = 1e-3, seed: int = 0) -> bool:
+    """Check second derivatives: the gradient of ``<v, fn(x)>``, computed on nested tapes, against finite
+    differences of itself (so every rule's own rule is exercised).
+
+    >>> import tapegrad as tg
+    >>> tg.gradgradcheck(lambda x: (x ** 3).sum(), [1.0, 2.0])
+    True
+    """
+    arrays = _as_inputs(inputs)
+    v = np.random.default_rng(seed + 1).standard_normal(_value(fn, arrays).shape)
+
+    def gradient_of(*xs):
+        from .ops import concatenate, reshape
+
+        with record() as inner:
+            for x in xs:
+                inner.watch(x)
+            out = fn(*xs)
+            s = (out * v.astype(out.dtype)).sum()
+        grads = inner.gradient(s, list(xs), unconnected="zero")
+        flat = [reshape(g if isinstance(g, Tensor) else Tensor(g), (-1,)) for g in grads]
+        return concatenate(flat)
+
+    return gradcheck(gradient_of, *arrays, eps=eps, atol=atol, rtol=rtol, seed=seed)

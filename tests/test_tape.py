@@ -1,0 +1,451 @@
+"""The tape's behaviour: recording, replay, release, persistence, nesting, threads, errors.
+
+Mechanics are tested with a toy op defined here, so that a tape bug and an op bug never hide each other.
+"""
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import tape
+from tapegrad.registry import defop
+
+# A toy op, unregistered: scale(x) = 3x, with its one-line rule. It saves nothing.
+scale = defop("scale_toy", lambda x: 3.0 * x, lambda xp, g, ans, x: 3.0 * g, register=False)
+# And one that saves its input, to test what the tape keeps: square(x) = x * x.
+square = defop("square_toy", lambda x: x * x, lambda xp, g, ans, x: 2.0 * g * x, save="x", register=False)
+
+
+def leaf(values, **kw):
+    return tg.Tensor(np.asarray(values, dtype=np.float64), requires_grad=True, **kw)
+
+
+# -- recording --------------------------------------------------------------------------------------
+def test_nothing_is_recorded_outside_record():
+    x = leaf([1.0, 2.0])
+    y = square(x)
+    assert not y.requires_grad and y._node is None
+    with pytest.raises(tg.TapeError, match="no tape recorded"):
+        y.sum().backward()
+
+
+def test_only_ops_that_need_a_gradient_are_recorded():
+    x, c = leaf([1.0]), tg.Tensor([2.0])
+    with tape.record() as t:
+        a = square(c)  # constant: not recorded
+        b = square(x)
+    assert len(t) == 1 and not a.requires_grad and b.requires_grad
+
+
+def test_tensor_holds_no_reference_to_its_inputs():
+    x = leaf(np.ones(4))
+    with tape.record():
+        h = square(x)
+        y = scale(h)
+    reachable, stack = set(), [y]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in reachable or isinstance(obj, type):
+            continue
+        reachable.add(id(obj))
+        stack.extend(gc.get_referents(obj))
+    assert id(x) not in reachable and id(h) not in reachable and id(h._data) not in reachable
+
+
+def test_record_block_exits_cleanly_on_exception():
+    x = leaf([1.0])
+    with pytest.raises(ZeroDivisionError):
+        with tape.record():
+            square(x)
+            raise ZeroDivisionError("boom")
+    assert tape.current() is None and not square(x).requires_grad
+
+
+# -- replay and release -----------------------------------------------------------------------------
+def test_backward_replays_in_reverse_and_frees_the_tape():
+    x = leaf([1.0, 2.0])
+    with tape.record() as t:
+        y = scale(square(x)).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad, 6 * x.data)
+    assert len(t) == 0 and t.state == "replayed" and t.saved_bytes() == 0
+
+
+def test_after_backward_no_intermediate_or_saved_array_is_alive_though_the_loss_is_kept():
+    x = leaf(np.arange(5.0))
+    with tape.record():
+        h = square(x)
+        h2 = square(h)
+        loss = scale(h2).sum()
+    tensors = [weakref.ref(h), weakref.ref(h2)]
+    saved, unsaved = weakref.ref(h._data), weakref.ref(h2._data)  # square saves its input; scale nothing
+    del h, h2
+    assert all(r() is None for r in tensors)  # the tape never holds tensors, only their nodes
+    assert saved() is not None and unsaved() is None  # and only the arrays a rule needs
+    loss.backward()
+    assert saved() is None
+    assert np.isfinite(loss.item())
+
+
+def test_history_of_losses_keeps_no_graph_alive():
+    w = leaf(np.ones(3))
+    history, probes = [], []
+    for _ in range(20):
+        with tape.record():
+            h = square(w * 2.0)
+            loss = h.sum()
+        probes.append(weakref.ref(h))
+        del h
+        loss.backward()
+        w.data -= 0.01 * w.grad
+        w.grad = None
+        history.append(loss)
+    assert all(p() is None for p in probes)
+
+
+def test_leaf_gradients_accumulate_across_backward_calls_and_untouched_leaves_stay_none():
+    x, unused = leaf([1.0, 2.0]), leaf([5.0])
+    for _ in range(2):
+        with tape.record():
+            y = square(x).sum()
+        y.backward()
+    np.testing.assert_allclose(x.grad, 2 * (2 * x.data))
+    assert unused.grad is None
+
+
+def test_gradients_do_not_alias_each_other():
+    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    with tape.record():
+        y = (a + b).sum()
+    y.backward()
+    a.grad += 10
+    np.testing.assert_allclose(b.grad, [1.0, 1.0])
+
+
+def test_user_gradient_argument_is_not_modified_or_aliased():
+    x = leaf([1.0, 2.0])
+    seed = np.array([1.0, 1.0])
+    with tape.record():
+        y = x + 0.0
+    y.backward(seed)
+    x.grad *= 5
+    np.testing.assert_allclose(seed, [1.0, 1.0])
+
+
+def test_persistent_tape_replays_twice_identically_until_released():
+    x = leaf([1.0, -2.0])
+    with tape.record(persistent=True) as t:
+        y = scale(square(x)).sum()
+    y.backward()
+    first = x.grad.copy()
+    x.grad = None
+    y.backward()
+    np.testing.assert_array_equal(x.grad, first)
+    assert len(t) == 3
+    t.release()
+    assert len(t) == 0
+    with pytest.raises(tg.TapeError, match="released"):
+        y.backward()
+
+
+def test_backward_inside_the_block_then_later_ops_are_not_recorded_on_it():
+    x = leaf([2.0])
+    with tape.record() as t:
+        y = square(x).sum()
+        y.backward()
+        z = square(x)
+    assert x.grad[0] == 4.0 and len(t) == 0 and not z.requires_grad
+
+
+def test_tape_that_is_not_held_lives_until_the_next_block_closes():
+    x = leaf([1.0])
+    with tape.record():
+        y1 = square(x).sum()
+    probe = weakref.ref(tape._state.pending)
+    with tape.record():
+        y2 = square(x).sum()
+    gc.collect()
+    assert probe() is None  # the first tape, never replayed, was freed
+    with pytest.raises(tg.TapeError, match="dropped before backward"):
+        y1.backward()
+    y2.backward()
+    assert x.grad[0] == 2.0
+
+
+def test_recording_without_backward_stays_bounded():
+    x = leaf(np.ones(100))
+    probes = []
+    for _ in range(50):
+        with tape.record() as t:
+            out = square(x).sum()
+        probes.append(weakref.ref(t))
+        del t, out
+    gc.collect()
+    assert sum(p() is not None for p in probes) <= 1
+
+
+def test_dead_entries_are_dropped_while_recording():
+    x = leaf(np.ones(1000))
+    with tape.record() as t:
+        for _ in range(3000):
+            out = scale(square(x)).sum()  # evaluation: each result is dropped by the next iteration
+        live = len(t)
+        saved = t.saved_bytes()
+    assert live <= 3  # only the last iteration's entries remain
+    assert saved <= x.data.nbytes
+    assert len(t._entries) < 2100  # and the list itself was compacted
+    out.backward()
+    np.testing.assert_allclose(x.grad, 6 * x.data)
+
+
+# -- higher order -------------------------------------------------------------------------------------
+def test_second_derivative_of_cube_is_twelve_at_two():
+    x = leaf(2.0)
+    with tape.record():
+        y = x**3
+    y.backward(create_graph=True)
+    dydx = x.grad
+    assert dydx.item() == 12.0 and isinstance(dydx, tg.Tensor)
+    x.grad = None
+    dydx.backward()
+    assert x.grad == 12.0
+
+
+def test_nested_tapes_give_second_derivatives():
+    x = leaf([0.3, -1.2])
+    with tape.record() as outer:
+        with tape.record() as inner:
+            y = (tg.sin(x) ** 3).sum()
+        (g,) = inner.gradient(y, [x])
+        s = g.sum()
+    (gg,) = outer.gradient(s, [x])
+    d2 = 6 * np.sin(x.data) * np.cos(x.data) ** 2 - 3 * np.sin(x.data) ** 3
+    np.testing.assert_allclose(gg, d2)
+
+
+def test_hessian_vector_product_of_a_small_mlp_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((8, 3)), rng.standard_normal((8, 2))
+    shapes = [(3, 4), (4,), (4, 2)]
+    sizes = [int(np.prod(s)) for s in shapes]
+
+    def grad_at(theta, create_graph=False):
+        parts = np.split(theta, np.cumsum(sizes)[:-1])
+        W1, b1, W2 = [leaf(p.reshape(s)) for p, s in zip(parts, shapes)]
+        with tape.record():
+            loss = ((tg.tanh(X @ W1 + b1) @ W2 - Y) ** 2).mean()
+        loss.backward(create_graph=create_graph)
+        return (W1, b1, W2)
+
+    theta = rng.standard_normal(sum(sizes))
+    v = rng.standard_normal(sum(sizes))
+    with tape.record():  # the backward pass and what follows it are recorded here
+        params = grad_at(theta, create_graph=True)
+        grads = [p.grad for p in params]
+        for p in params:
+            p.grad = None
+        gv = sum((g * vi.reshape(g.shape)).sum() for g, vi in zip(grads, np.split(v, np.cumsum(sizes)[:-1])))
+    gv.backward()
+    hvp = np.concatenate([p.grad.ravel() for p in params])
+
+    def flat_grad(t):
+        return np.concatenate([p.grad.ravel() for p in grad_at(t)])
+
+    eps = 1e-5
+    numeric = (flat_grad(theta + eps * v) - flat_grad(theta - eps * v)) / (2 * eps)
+    np.testing.assert_allclose(hvp, numeric, rtol=1e-5, atol=1e-7)
+
+
+# -- threads --------------------------------------------------------------------------------------------
+def test_two_threads_recording_at_once_never_mix_entries():
+    barrier = threading.Barrier(2)
+    results = {}
+
+    def work(k):
+        x = leaf(np.full(3, float(k)))
+        with tape.record() as t:
+            barrier.wait()
+            y = x
+            for _ in range(200):
+                y = scale(y) * (1.0 / 3.0)
+            barrier.wait()
+            loss = square(y).sum()
+        results[k] = (len(t), x)
+        loss.backward()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (1, 2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in (1, 2):
+        n, x = results[k]
+        assert n == 402
+        np.testing.assert_allclose(x.grad, 2 * k * np.ones(3))
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+def test_backward_on_non_scalar_needs_a_gradient_of_matching_shape():
+    x = leaf(np.ones((2, 3)))
+    with tape.record(persistent=True):
+        y = square(x)
+    with pytest.raises(ValueError, match=r"non-scalar output of shape \(2, 3\)"):
+        y.backward()
+    with pytest.raises(ValueError, match=r"shape \(3,\) but the output has shape \(2, 3\)"):
+        y.backward(np.ones(3))
+
+
+def test_backward_twice_on_a_non_persistent_tape_says_so():
+    x = leaf([1.0])
+    with tape.record():
+        y = square(x).sum()
+    y.backward()
+    with pytest.raises(tg.TapeError, match="already called on this tape.*persistent=True"):
+        y.backward()
+
+
+def test_incompatible_shapes_name_the_op_and_both_shapes():
+    with pytest.raises(ValueError, match=r"add: incompatible shapes \(2, 3\), \(4,\)"):
+        tg.Tensor(np.ones((2, 3))) + tg.Tensor(np.ones(4))
+    with pytest.raises(ValueError, match=r"matmul: incompatible shapes \(2, 3\), \(2, 3\)"):
+        tg.Tensor(np.ones((2, 3))) @ tg.Tensor(np.ones((2, 3)))
+
+
+def test_integer_data_cannot_require_grad():
+    with pytest.raises(TypeError, match="floating-point"):
+        tg.Tensor([1, 2], requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda w: setattr(w, "data", w.data * 2),
+        lambda w: w.__isub__(0.5),
+        lambda w: setattr(w, "data", w.data - 0.1),
+    ],
+    ids=["assign-data", "in-place-op", "optimizer-style"],
+)
+def test_changing_a_saved_leaf_before_backward_raises_naming_the_op(change):
+    w = leaf([1.0, 2.0])
+    with tape.record():
+        loss = square(w).sum()
+    change(w)
+    with pytest.raises(tg.InPlaceModificationError, match="square_toy"):
+        loss.backward()
+
+
+def test_augmented_assignment_on_data_is_detected():
+    w = leaf([1.0, 2.0])
+    with tape.record():
+        loss = (w * w).sum()
+    w.data -= 0.1  # what a hand-written SGD step does
+    with pytest.raises(tg.InPlaceModificationError, match="multiply"):
+        loss.backward()
+
+
+def test_changing_a_saved_intermediate_or_constant_is_detected():
+    x, c = leaf([1.0, 2.0]), tg.Tensor([3.0, 4.0])
+    with tape.record():
+        h = x * 2.0
+        loss = (h * c).sum()
+    c += 1.0
+    with pytest.raises(tg.InPlaceModificationError, match="multiply"):
+        loss.backward()
+    with tape.record():
+        h = x * 2.0
+        loss = square(h).sum()
+    h.data = np.zeros(2)
+    with pytest.raises(tg.InPlaceModificationError, match="square_toy"):
+        loss.backward()
+
+
+def test_change_that_the_rule_does_not_need_is_allowed():
+    x = leaf([1.0, 2.0])
+    with tape.record():
+        loss = scale(x).sum()  # saves nothing
+    x.data = x.data + 1
+    loss.backward()
+    np.testing.assert_allclose(x.grad, [3.0, 3.0])
+
+
+def test_in_place_operator_inside_record_on_a_tensor_needing_grad_is_refused():
+    x = leaf([1.0])
+    with tape.record():
+        with pytest.raises(RuntimeError, match="in-place"):
+            x += 1.0
+    x += 1.0  # outside a block it is a plain update
+    assert x.data[0] == 2.0
+
+
+# -- the rest of the surface ----------------------------------------------------------------------
+def test_stop_recording_detach_and_watch():
+    x, c = leaf([2.0]), tg.Tensor([3.0])
+    with tape.record() as t:
+        with tape.stop_recording():
+            a = square(x)
+        b = square(x.detach())
+        t.watch(c)
+        d = (square(c) * x).sum()
+    assert not a.requires_grad and not b.requires_grad
+    gx, gc_ = t.gradient(d, [x, c])
+    assert gx[0] == 9.0 and gc_[0] == 12.0 and c.grad is None and x.grad is None
+
+
+def test_gradient_returns_the_structure_given_and_zero_for_unconnected():
+    x, y, z = leaf([1.0]), leaf([2.0]), leaf([3.0])
+    with tape.record(persistent=True) as t:
+        out = (x * y).sum()
+    g = t.gradient(out, {"x": x, "y": y, "z": z})
+    assert set(g) == {"x", "y", "z"} and g["x"][0] == 2.0 and g["z"] is None
+    assert t.gradient(out, (z,), unconnected="zero")[0][0] == 0.0
+    out.backward()
+    assert x.grad[0] == g["x"][0]
+
+
+def test_gradient_with_respect_to_an_intermediate():
+    x = leaf([1.0, 2.0])
+    with tape.record() as t:
+        h = square(x)
+        y = scale(h).sum()
+    gh, gx = t.gradient(y, [h, x])
+    np.testing.assert_allclose(gh, [3.0, 3.0])
+    np.testing.assert_allclose(gx, 6 * x.data)
+
+
+def test_hooks_replace_gradients_and_can_be_removed():
+    x = leaf([1.0, -2.0])
+    seen = []
+    handle = x.register_hook(lambda g: g * 0)
+    with tape.record():
+        h = square(x)
+        h.register_hook(lambda g: seen.append(g.copy()))
+        y = scale(h).sum()
+    y.backward()
+    np.testing.assert_allclose(seen[0], [3.0, 3.0])
+    np.testing.assert_allclose(x.grad, [0.0, 0.0])
+    handle.remove()
+    x.grad = None
+    with tape.record():
+        y = scale(x).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad, [3.0, 3.0])
+
+
+def test_tensor_basics():
+    x = tg.Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True, name="x")
+    assert (x.shape, x.ndim, x.size, x.dtype) == ((2, 3), 2, 6, np.float64)
+    assert x.T.shape == (3, 2) and x.name == "x" and x.numpy() is x.data
+    assert tg.Tensor(3.5).item() == 3.5 and x.is_leaf and x.grad is None
+    assert "requires_grad=True" in repr(x)
+    f32 = tg.Tensor(np.ones(2, np.float32))
+    assert (f32 * 2).dtype == np.float32 and f32.exp().dtype == np.float32
+
+
+def test_backward_on_a_leaf_sets_its_gradient_to_the_seed():
+    x = leaf([1.0, 2.0])
+    x.backward(np.array([3.0, 4.0]))
+    np.testing.assert_allclose(x.grad, [3.0, 4.0])
