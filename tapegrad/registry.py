@@ -71,9 +71,21 @@ class Op:
     every input is saved as an array, or ``None`` when none is. ``variadic`` ops save the same flag for all.
     """
 
-    __slots__ = ("name", "forward", "vjps", "save", "save_ans", "broadcast", "variadic", "arity", "nosave", "doc")
+    __slots__ = (
+        "name",
+        "forward",
+        "vjps",
+        "save",
+        "save_ans",
+        "broadcast",
+        "variadic",
+        "arity",
+        "nosave",
+        "doc",
+        "joint",
+    )
 
-    def __init__(self, name, forward, vjps, save, save_ans, broadcast, variadic, arity, doc):
+    def __init__(self, name, forward, vjps, save, save_ans, broadcast, variadic, arity, doc, joint=False):
         self.name = name
         self.forward = forward
         self.vjps = vjps
@@ -84,6 +96,7 @@ class Op:
         self.arity = arity
         self.nosave = (None,) * arity if arity else None
         self.doc = doc
+        self.joint = joint
 
     def saved_values(self, datas):
         """The per-input values an entry keeps for this op's rules (arrays, shapes or None)."""
@@ -120,13 +133,14 @@ def _parse_save(save, names, variadic):
     return tuple(flags), save_ans
 
 
-def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None, register=True):
+def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None, register=True, joint=False):
     """Register a differentiable op and return its public function.
 
     ``forward(*arrays, **params)`` computes the value; ``vjps`` holds one rule per input (``None`` for an input
     that is never differentiable, such as ``where``'s condition). With ``inputs="*"`` the op is variadic and
     ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
-    arrays), ``"x.shape"`` (shape only), ``"ans"``.
+    arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
+    sequence with every input's gradient (None where there is none), for rules that share their work.
 
     >>> import numpy as np, tapegrad as tg
     >>> from tapegrad.registry import defop
@@ -140,7 +154,14 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     from .tape import apply
 
     variadic = inputs == "*"
-    if variadic:
+    if joint:
+        if len(vjps) != 1:
+            raise ValueError(f"defop {name!r}: joint=True takes one rule returning every input's gradient")
+        names = ("*",) if variadic else (tuple(inputs) if inputs is not None else None)
+        arity, rules = (0 if variadic else (len(names) if names else 0)), (vjps[0],)
+        if names is None:
+            raise ValueError(f"defop {name!r}: joint=True needs inputs=(names...) or inputs='*'")
+    elif variadic:
         names, arity, rules = ("*",), 0, _PerArgument(vjps[0])
     else:
         names = tuple(inputs) if inputs is not None else _INPUT_NAMES[: len(vjps)]
@@ -148,7 +169,7 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
             raise ValueError(f"defop {name!r}: {len(names)} inputs but {len(vjps)} rules")
         arity, rules = len(names), tuple(vjps)
     flags, save_ans = _parse_save(save, names, variadic)
-    op = Op(name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc)
+    op = Op(name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint)
     if register:
         if name in REGISTRY or name in NONDIFF:
             raise ValueError(f"defop: an op named {name!r} is already registered")

@@ -82,12 +82,13 @@ class _TapeRef(weakref.ref):
 class _Entry(weakref.ref):
     """One line of the Wengert list: a weak reference to the output node, and ``rec`` while it is live.
 
-    ``rec = (op, srcs, vals, ans, shapes, params, epoch, mask, info)``: the op; per input its node, its tensor
+    ``rec = (op, srcs, vals, ans, shapes, params, epoch, mask)``: the op; per input its node, its tensor
     (a leaf) or None; what the rule saved; the saved output; input shapes where they broadcast; the op's
-    parameters; the clock when recorded; a bit mask of the inputs that need a gradient; debugging info.
+    parameters; the clock when recorded; a bit mask of the inputs that need a gradient. ``info`` is unset
+    unless a monitor (debugging, budgets) attached something, e.g. the source line.
     """
 
-    __slots__ = ("rec",)
+    __slots__ = ("rec", "info")
 
 
 def _entry_died(entry):
@@ -143,6 +144,9 @@ class Tape:
         self._watched: dict[int, Tensor] = {}
         self._compact_at = 1024
         self._replays = 0
+        # Callables monitor(tape, entry, out) run after each entry is recorded: budgets, anomaly checks,
+        # source lines. Empty by default, so plain recording pays one truth test per op.
+        self._monitors: list = []
 
     # -- the context manager ------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -295,6 +299,7 @@ class Tape:
                 _state.active = saved_active + (self,)
         else:
             xp = numpy_rules
+        joint = None
         try:
             for idx in range(n - 1, -1, -1):
                 e = entries[idx]
@@ -311,23 +316,29 @@ class Tape:
                     g = _run_hooks(node.hooks, g)
                 if found is not None and node in wanted:
                     found[node] = g
-                op, srcs, vals, ans, shapes, params, epoch, mask, info = rec
+                op, srcs, vals, ans, shapes, params, epoch, mask = rec
                 if epoch < _clock:
                     _check_versions(op, srcs, vals, ans, node, epoch)
                 if create_graph:
                     g, ans, vals = _as_tensors(g, ans, vals, srcs, node, op)
                 vjps = op.vjps
+                if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
+                    joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
                 for i in range(len(srcs)):
                     if not (mask >> i) & 1:
                         continue
-                    if params:
+                    if joint is not None:
+                        gi = joint[i]
+                    elif params:
                         gi = vjps[i](xp, g, ans, *vals, **params)
                     else:
                         gi = vjps[i](xp, g, ans, *vals)
+                    if gi is None:
+                        continue
                     if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
                         gi = unbroadcast(xp, gi, shapes[i])
                     _accumulate(grads, srcs[i], gi, create_graph)
-                rec = vals = ans = g = gi = None
+                rec = vals = ans = g = gi = joint = None
         finally:
             self._replays -= 1
             if create_graph:
@@ -444,7 +455,6 @@ def apply(op, args, params):
         params,
         _clock,
         mask,
-        None,
     )
     node = Node()
     node.tape = active[-1]._ref
@@ -454,6 +464,9 @@ def apply(op, args, params):
         e = _Entry(node, _entry_died)
         e.rec = rec
         tape._append(e)
+        if tape._monitors:
+            for monitor in tape._monitors:
+                monitor(tape, e, t)
     return t
 
 

@@ -449,3 +449,30 @@ def test_backward_on_a_leaf_sets_its_gradient_to_the_seed():
     x = leaf([1.0, 2.0])
     x.backward(np.array([3.0, 4.0]))
     np.testing.assert_allclose(x.grad, [3.0, 4.0])
+
+
+def test_joint_rule_returns_every_gradient_at_once():
+    calls = []
+
+    def rule(xp, g, ans, x, y):
+        calls.append(1)
+        return g * y, None if y is None else g * x
+
+    mul = defop("joint_mul_toy", lambda x, y: x * y, rule, inputs=("x", "y"), save="x y", joint=True, register=False)
+    x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    with tape.record():
+        out = mul(x, y).sum()
+    out.backward()
+    assert len(calls) == 1
+    np.testing.assert_allclose(x.grad, [3.0, 4.0])
+    np.testing.assert_allclose(y.grad, [1.0, 2.0])
+    assert tg.gradgradcheck(lambda a, b: mul(a, b) * a, [1.0, 2.0], [0.5, -1.0])
+
+
+def test_monitors_see_every_recorded_entry():
+    x = leaf([1.0])
+    seen = []
+    with tape.record() as t:
+        t._monitors.append(lambda tp, entry, out: seen.append((entry.rec[0].name, out.shape)))
+        square(scale(x))
+    assert seen == [("scale_toy", (1,)), ("square_toy", (1,))]
