@@ -53,6 +53,7 @@ __all__ = [
 _getrefcount = sys.getrefcount
 _new_tensor = Tensor.__new__
 _clock = 0  # bumped by every in-place change made through tapegrad; entries remember its value
+_watch_used = False  # set once any tape watches a tensor, so plain recording never looks
 
 
 class TapeError(RuntimeError):
@@ -186,6 +187,8 @@ class Tape:
                 raise TypeError(f"watch() takes tensors, got {type(x).__name__}")
             _check_float(x, "watch")
             self._watched[id(x)] = x
+        global _watch_used
+        _watch_used = True
         self._sync_watched()
 
     # -- inspection ---------------------------------------------------------------------------------
@@ -216,13 +219,13 @@ class Tape:
         return f"<Tape {self.state}, {len(self)} entries, persistent={self.persistent}>"
 
     # -- recording ----------------------------------------------------------------------------------
-    def _append(self, entry: _Entry) -> None:
+    def _compact(self) -> None:
+        # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
+        if self._replays:  # a replay is walking the list by index
+            return
         entries = self._entries
-        entries.append(entry)
-        if len(entries) >= self._compact_at and not self._replays:
-            # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
-            entries[:] = [e for e in entries if e.rec is not None]
-            self._compact_at = max(1024, 2 * len(entries))
+        entries[:] = [e for e in entries if e.rec is not None]
+        self._compact_at = max(1024, 2 * len(entries))
 
     # -- replay and release -------------------------------------------------------------------------
     def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False) -> None:
@@ -287,8 +290,8 @@ class Tape:
         retain = self.persistent or create_graph
         grads: dict = {}
         for key, seed in roots:
-            if key is not None:
-                _accumulate(grads, key, seed, create_graph)
+            old = grads.get(key)
+            grads[key] = seed if old is None else old + seed
         found = {} if wanted is not None else None
         self._replays += 1
         if create_graph:
@@ -299,46 +302,52 @@ class Tape:
                 _state.active = saved_active + (self,)
         else:
             xp = numpy_rules
-        joint = None
+        # The common replay (no hooks, no gradient() sources, not recorded) skips every optional step.
+        slow = create_graph or found is not None or _hooks_on
+        pop, get = grads.pop, grads.get
         try:
             for idx in range(n - 1, -1, -1):
                 e = entries[idx]
                 rec = e.rec
                 if rec is None:
                     continue
-                node = e()
-                g = grads.pop(node, None) if node is not None else None
                 if not retain:
                     e.rec = None  # its saved values go as soon as its rule has run
+                node = e()
+                if node is None:
+                    continue
+                g = pop(node, None)
                 if g is None:
                     continue
-                if _hooks_on and getattr(node, "hooks", None):
-                    g = _run_hooks(node.hooks, g)
-                if found is not None and node in wanted:
-                    found[node] = g
                 op, srcs, vals, ans, shapes, params, epoch, mask = rec
                 if epoch < _clock:
                     _check_versions(op, srcs, vals, ans, node, epoch)
-                if create_graph:
-                    g, ans, vals = _as_tensors(g, ans, vals, srcs, node, op)
+                if slow:
+                    if _hooks_on and getattr(node, "hooks", None):
+                        g = _run_hooks(node.hooks, g)
+                    if found is not None and node in wanted:
+                        found[node] = g
+                    if create_graph:
+                        g, ans, vals = _as_tensors(g, ans, vals, srcs, node, op)
                 vjps = op.vjps
                 if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
                     joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
-                for i in range(len(srcs)):
-                    if not (mask >> i) & 1:
-                        continue
-                    if joint is not None:
-                        gi = joint[i]
-                    elif params:
-                        gi = vjps[i](xp, g, ans, *vals, **params)
-                    else:
-                        gi = vjps[i](xp, g, ans, *vals)
-                    if gi is None:
-                        continue
-                    if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
-                        gi = unbroadcast(xp, gi, shapes[i])
-                    _accumulate(grads, srcs[i], gi, create_graph)
-                rec = vals = ans = g = gi = joint = None
+                    vjps = [lambda *_, gi=gi: gi for gi in joint]
+                i = 0
+                for src in srcs:
+                    if (mask >> i) & 1:
+                        gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
+                        if gi is not None:
+                            if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
+                                gi = unbroadcast(xp, gi, shapes[i])
+                            old = get(src)
+                            if old is None:
+                                grads[src] = gi
+                            else:
+                                _accumulate(grads, src, old, gi, create_graph)
+                            old = None
+                    i += 1
+                rec = vals = ans = g = gi = None
         finally:
             self._replays -= 1
             if create_graph:
@@ -404,52 +413,60 @@ class stop_recording:
 
 # -- recording one op ---------------------------------------------------------------------------------
 def apply(op, args, params):
-    """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
-    datas = tuple([a._data if isinstance(a, Tensor) else a for a in args])
+    """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it.
+
+    This is the hot path of every op: one pass over the inputs, no per-op allocation beyond the output
+    tensor, its node, the entry and the entry's record.
+    """
+    # One pass over the inputs: the arrays for the forward; keys and the grad mask for the tape.
+    datas = []
+    srcs = []
+    mask = bit = 0
+    for a in args:
+        if isinstance(a, Tensor):
+            datas.append(a._data)
+            node = a._node
+            if node is not None:
+                srcs.append(node)
+                mask |= 1 << bit
+            else:
+                srcs.append(a)
+                if a.requires_grad:
+                    mask |= 1 << bit
+        else:
+            datas.append(a)
+            srcs.append(None)
+        bit += 1
     try:
         out = op.forward(*datas, **params) if params else op.forward(*datas)
     except ValueError as err:
         raise _shape_error(op, args, err) from None
     if out.__class__ is not np.ndarray:
-        out = np.asarray(out)
+        out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
     t = _new_tensor(Tensor)
     t._data = out
     t.grad = None
     active = _state.active
-    if not active:
-        t.requires_grad = False
-        t._node = None
-        return t
-    srcs = []
-    mask = 0
-    watched = _state.watched
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            node = a._node
-            if node is not None:
-                srcs.append(node)
-                mask |= 1 << i
-            else:
-                srcs.append(a)
-                if a.requires_grad or (watched and id(a) in watched):
-                    mask |= 1 << i
-        else:
-            srcs.append(None)
-    if not mask:
+    if _watch_used and active and _state.watched:  # t.watch(x) is rare: checked apart
+        mask = _watched_mask(args)
+    if not (active and mask):
         t.requires_grad = False
         t._node = None
         return t
     shapes = None
     if op.broadcast:
         oshape = out.shape
-        for i, d in enumerate(datas):
-            if (mask >> i) & 1 and d.shape != oshape:
+        bit = 1
+        for d in datas:
+            if mask & bit and d.shape != oshape:
                 shapes = tuple([getattr(d, "shape", None) for d in datas])
                 break
+            bit <<= 1
+    save = op.save
     rec = (
         op,
         tuple(srcs),
-        op.saved_values(datas),
+        tuple(datas) if save is True else (op.nosave if save is None else op.saved_values(datas)),
         out if op.save_ans else None,
         shapes,
         params,
@@ -463,11 +480,23 @@ def apply(op, args, params):
     for tape in active:
         e = _Entry(node, _entry_died)
         e.rec = rec
-        tape._append(e)
+        entries = tape._entries
+        entries.append(e)
+        if len(entries) >= tape._compact_at:
+            tape._compact()
         if tape._monitors:
             for monitor in tape._monitors:
                 monitor(tape, e, t)
     return t
+
+
+def _watched_mask(args):
+    watched = _state.watched
+    mask = 0
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) and (a._node is not None or a.requires_grad or id(a) in watched):
+            mask |= 1 << i
+    return mask
 
 
 def apply_nondiff(op, args, params):
@@ -523,21 +552,18 @@ def _consumed_message(state):
     return "this tape was released (release() was called); record the computation again"
 
 
-def _owned(a) -> bool:
-    # The cotangent dict's value, the caller's local and getrefcount's argument: no one else holds it.
-    return a.__class__ is np.ndarray and a.base is None and a.flags.writeable and _getrefcount(a) <= 3
-
-
-def _accumulate(grads, key, g, create_graph):
-    old = grads.get(key)
-    if old is None:
-        grads[key] = g
-    elif create_graph:
-        grads[key] = old + g
-    elif old.dtype == g.dtype and _owned(old):
-        old += g  # a buffer only this replay holds: add in place (as PyTorch's AccumulateGrad steals buffers)
-    else:
-        grads[key] = old + g
+def _accumulate(grads, key, old, g, create_graph):
+    """Add a second (or later) contribution ``g`` to the cotangent ``old`` stored under ``key``."""
+    # Add in place into a buffer nothing else holds (the dict, the caller's local and ours, getrefcount's
+    # argument), as PyTorch's AccumulateGrad steals buffers; otherwise add out of place.
+    if not create_graph and old.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
+        if old.dtype is g.dtype or old.dtype == g.dtype:
+            try:
+                old += g
+                return
+            except ValueError:  # read-only, or g broadcasts to a larger shape
+                pass
+    grads[key] = old + g
 
 
 def _fresh(g, dtype, refs):
