@@ -230,7 +230,7 @@ class Tape:
     # -- replay and release -------------------------------------------------------------------------
     def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False) -> None:
         """Replay this tape from ``target`` and accumulate into ``.grad`` of the leaves (see Tensor.backward)."""
-        seed = _seed(target, gradient, "backward")
+        seed = _seed(target, gradient, "backward", differentiable=create_graph)
         self._replay([(_key_of(target), seed)], create_graph=create_graph, leaves=True)
 
     def gradient(self, target, sources, output_gradients=None, *, unconnected: str = "none"):
@@ -256,13 +256,13 @@ class Tape:
         )
         if len(gflat) != len(tflat):
             raise ValueError("gradient(): output_gradients must match target in structure")
-        roots = [(_key_of(t), _seed(t, g, "gradient")) for t, g in zip(tflat, gflat)]
+        create_graph = bool(_state.active)  # run while an outer tape records: differentiable again
+        roots = [(_key_of(t), _seed(t, g, "gradient", differentiable=create_graph)) for t, g in zip(tflat, gflat)]
         wanted = {}
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
             wanted[_key_of(s)] = None
-        create_graph = bool(_state.active)  # run while an outer tape records: differentiable again
         found = self._replay(roots, create_graph=create_graph, leaves=False, wanted=wanted)
         out = []
         for s in flat:
@@ -521,7 +521,7 @@ def _key_of(t: Tensor):
     return t._node if t._node is not None else t
 
 
-def _seed(target, gradient, what):
+def _seed(target, gradient, what, differentiable=False):
     if not isinstance(target, Tensor):
         raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
     if target._node is None and not target.requires_grad:
@@ -537,7 +537,11 @@ def _seed(target, gradient, what):
                 f"call .sum() (or .mean()) first, or pass gradient= an array of shape {data.shape}"
             )
         return np.ones_like(data)
-    g = gradient._data if isinstance(gradient, Tensor) else np.asarray(gradient, dtype=data.dtype)
+    if isinstance(gradient, Tensor):
+        # A recorded replay keeps a tensor cotangent, so the result is differentiable in it too (jvp).
+        g = gradient if differentiable else gradient._data
+    else:
+        g = np.asarray(gradient, dtype=data.dtype)
     if g.shape != data.shape:
         raise ValueError(f"{what}(): the gradient argument has shape {g.shape} but the output has shape {data.shape}")
     return g

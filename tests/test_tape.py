@@ -476,3 +476,17 @@ def test_monitors_see_every_recorded_entry():
         t._monitors.append(lambda tp, entry, out: seen.append((entry.rec[0].name, out.shape)))
         square(scale(x))
     assert seen == [("scale_toy", (1,)), ("square_toy", (1,))]
+
+
+def test_gradient_is_differentiable_in_a_tensor_output_gradient():
+    # The double-VJP trick: u -> J^T u is linear, so d<J^T u, w>/du = J w (a forward-mode product).
+    x = leaf([0.5, -1.0])
+    u = leaf([1.0, 1.0])
+    w = np.array([2.0, 3.0])
+    with tape.record() as outer:
+        with tape.record() as inner:
+            y = tg.sin(x) * x
+        (vjp,) = inner.gradient(y, [x], output_gradients=u)
+        s = (vjp * w).sum()
+    (jw,) = outer.gradient(s, [u])
+    np.testing.assert_allclose(jw, (np.cos(x.data) * x.data + np.sin(x.data)) * w)
