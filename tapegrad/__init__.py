@@ -152,3 +152,5 @@ __all__ = [
     "var",
     "where",
 ]
+
+from . import optim  # noqa: E402  (after the ops: the training stack builds on them)
