@@ -1,0 +1,233 @@
+"""``Module``: the base class of layers and models, which finds its parameters and submodules by attribute.
+
+Any attribute holding a :class:`~tapegrad.Tensor` with ``requires_grad=True`` is a parameter, any attribute
+holding a ``Module`` is a submodule, and lists or tuples of either count too (named ``attr.0``, ``attr.1``,
+...). Names are dotted paths in attribute order: ``"0.weight"``, ``"encoder.bias"``. A module's
+``state_dict()`` maps those names to copies of the arrays, plus ``"<path>._extra_state"`` for modules that
+keep other state (a dropout layer's random generator), so a checkpoint restores training exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..tensor import Tensor
+
+__all__ = ["Module"]
+
+EXTRA_STATE = "_extra_state"
+
+
+def _is_param(value) -> bool:
+    return isinstance(value, Tensor) and value.requires_grad
+
+
+class Module:
+    """Base class for layers and models: subclass it, set layers and parameters as attributes, write ``forward``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> class Affine(tg.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.scale = tg.Tensor(np.ones(2), requires_grad=True)
+    ...         self.inner = tg.nn.Linear(2, 2, rng=0)
+    ...     def forward(self, x):
+    ...         return self.inner(x) * self.scale
+    >>> [name for name, _ in Affine().named_parameters()]
+    ['scale', 'inner.weight', 'inner.bias']
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- discovery ------------------------------------------------------------------------------------
+    def _members(self) -> Iterator[tuple[str, object]]:
+        for name, value in vars(self).items():
+            if isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module) or _is_param(item):
+                        yield f"{name}.{i}", item
+            elif isinstance(value, Module) or _is_param(value):
+                yield name, value
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The direct submodules, with their attribute names."""
+        for name, value in self._members():
+            if isinstance(value, Module):
+                yield name, value
+
+    def children(self) -> Iterator[Module]:
+        """The direct submodules."""
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        """This module (named ``prefix``) and every submodule below it, depth first, each once."""
+        seen: set[int] = set()
+        stack = [(prefix, self)]
+        while stack:
+            name, m = stack.pop()
+            if id(m) in seen:
+                continue
+            seen.add(id(m))
+            yield name, m
+            kids = [(f"{name}.{n}" if name else n, c) for n, c in m.named_children()]
+            stack.extend(reversed(kids))
+
+    def modules(self) -> Iterator[Module]:
+        """This module and every submodule below it."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """Every parameter (a tensor attribute with ``requires_grad=True``) with its dotted name, each once.
+
+        >>> import tapegrad as tg
+        >>> model = tg.nn.Sequential(tg.nn.Linear(3, 2, rng=0), tg.nn.ReLU(), tg.nn.Linear(2, 1, rng=0))
+        >>> [(name, p.shape) for name, p in model.named_parameters()]
+        [('0.weight', (2, 3)), ('0.bias', (2,)), ('2.weight', (1, 2)), ('2.bias', (1,))]
+        """
+        seen: set[int] = set()
+        for path, m in self.named_modules(prefix):
+            for name, value in m._members():
+                if isinstance(value, Tensor) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield (f"{path}.{name}" if path else name), value
+
+    def parameters(self) -> list[Tensor]:
+        """Every parameter, in a list (what an optimizer takes)."""
+        return [p for _, p in self.named_parameters()]
+
+    def zero_grad(self) -> None:
+        """Set every parameter's ``grad`` to None."""
+        for p in self.parameters():
+            p.grad = None
+
+    # -- modes ----------------------------------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (``mode=True``) or evaluation mode on this module and all below; returns self."""
+        for m in self.modules():
+            object.__setattr__(m, "training", bool(mode))
+        return self
+
+    def eval(self) -> Module:
+        """Evaluation mode (dropout off), the same as ``train(False)``; returns self.
+
+        >>> import tapegrad as tg
+        >>> model = tg.nn.Sequential(tg.nn.Dropout(0.5)).eval()
+        >>> model[0].training
+        False
+        """
+        return self.train(False)
+
+    # -- extra state (random generators and the like) --------------------------------------------------
+    def get_extra_state(self):
+        """State other than parameters to save in ``state_dict()`` (None: nothing). Override with
+        ``set_extra_state``."""
+        return None
+
+    def set_extra_state(self, state) -> None:
+        """Restore what ``get_extra_state`` returned."""
+        raise NotImplementedError(f"{type(self).__name__} saves extra state but cannot restore it")
+
+    # -- checkpoints ----------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """A dict from dotted names to copies of the parameter arrays (and ``<path>._extra_state`` entries).
+
+        >>> import tapegrad as tg
+        >>> sorted(tg.nn.Linear(2, 1, rng=0).state_dict())
+        ['bias', 'weight']
+        """
+        out = {name: np.array(p.data) for name, p in self.named_parameters()}
+        for path, m in self.named_modules():
+            extra = m.get_extra_state()
+            if extra is not None:
+                out[f"{path}.{EXTRA_STATE}" if path else EXTRA_STATE] = extra
+        return out
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        """Copy the arrays of ``state_dict`` into the parameters (cast to each parameter's dtype).
+
+        Everything is checked first: missing or unexpected names (``strict=False`` allows both) and shape
+        mismatches raise one ``KeyError``/``ValueError`` listing every problem, and nothing is changed.
+
+        >>> import tapegrad as tg
+        >>> a, b = tg.nn.Linear(2, 1, rng=0), tg.nn.Linear(2, 1, rng=1)
+        >>> b.load_state_dict(a.state_dict()); bool((a.weight.data == b.weight.data).all())
+        True
+        >>> tg.nn.Linear(3, 1).load_state_dict(a.state_dict())
+        Traceback (most recent call last):
+        ...
+        ValueError: Linear.load_state_dict: weight has shape (1, 2) in the state dict but (1, 3) in the model
+        """
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"load_state_dict expects a dict (from state_dict()), got {type(state_dict).__name__}")
+        where = f"{type(self).__name__}.load_state_dict"
+        params = dict(self.named_parameters())
+        extras = {
+            (f"{path}.{EXTRA_STATE}" if path else EXTRA_STATE): m
+            for path, m in self.named_modules()
+            if m.get_extra_state() is not None
+        }
+        missing = [k for k in list(params) + list(extras) if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in params and k not in extras]
+        if strict and (missing or unexpected):
+            parts = []
+            if missing:
+                parts.append(f"missing keys {missing}")
+            if unexpected:
+                parts.append(f"unexpected keys {unexpected}")
+            raise KeyError(f"{where}: {' and '.join(parts)}; pass strict=False to load the keys that match")
+        updates, problems = [], []
+        for name, p in params.items():
+            if name not in state_dict:
+                continue
+            value = state_dict[name]
+            value = value.data if isinstance(value, Tensor) else np.asarray(value)
+            if value.shape != p.shape:
+                problems.append(f"{name} has shape {value.shape} in the state dict but {p.shape} in the model")
+            elif value.dtype.kind not in "fiu":
+                problems.append(f"{name} has dtype {value.dtype} in the state dict, expected real numbers")
+            else:
+                updates.append((p, np.array(value, dtype=p.dtype)))
+        if problems:
+            raise ValueError(f"{where}: " + "; ".join(problems))
+        # Extra state (a generator's) is validated by restoring it; undo those already set if one fails.
+        done = []
+        try:
+            for key, m in extras.items():
+                if key in state_dict:
+                    old = m.get_extra_state()
+                    m.set_extra_state(state_dict[key])
+                    done.append((m, old))
+        except Exception as err:
+            for m, old in reversed(done):
+                m.set_extra_state(old)
+            raise ValueError(f"{where}: cannot restore {key}: {err}") from err
+        for p, value in updates:
+            p.data = value  # a new array: the state dict's arrays are never shared with the model
+
+    # -- attributes and printing -----------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """The text inside this module's parentheses when printed."""
+        return ""
+
+    def __repr__(self) -> str:
+        kids = list(self.named_children())
+        if not kids:
+            return f"{type(self).__name__}({self.extra_repr()})"
+        lines = [f"{type(self).__name__}("]
+        for name, m in kids:
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {body}")
+        return "\n".join(lines) + "\n)"
