@@ -1,5 +1,8 @@
 """tapegrad: reverse-mode automatic differentiation for NumPy on a gradient tape (a Wengert list).
 
+Training lives beside the engine: ``tapegrad.nn`` (modules, layers, losses), ``tapegrad.optim`` (optimizers,
+clipping, schedules), and ``tapegrad.save`` / ``tapegrad.load`` (checkpoints without pickle).
+
 >>> import tapegrad as tg
 >>> from tapegrad import tape
 >>> w = tg.Tensor([1.0, 2.0], requires_grad=True)
@@ -15,6 +18,7 @@ from .tensor import Tensor, tensor  # first: the ops and the tape build on the T
 from . import tape
 
 # isort: on
+from . import nn, optim
 from .ops import (
     absolute,
     add,
@@ -66,6 +70,7 @@ from .ops import (
     where,
 )
 from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
+from .serialization import CheckpointError, load, save
 from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
 from .testing import GradcheckError, gradcheck, gradgradcheck
 
@@ -97,6 +102,11 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
+    "nn",
+    "optim",
+    "save",
+    "load",
+    "CheckpointError",
     "REGISTRY",
     "NONDIFF",
     "defop",
@@ -152,5 +162,3 @@ __all__ = [
     "var",
     "where",
 ]
-
-from . import optim  # noqa: E402  (after the ops: the training stack builds on them)

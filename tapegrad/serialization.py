@@ -1,0 +1,194 @@
+"""Checkpoints: ``save(obj, path)`` and ``load(path)`` for state dicts, in NumPy's ``.npz`` format, no pickle.
+
+What can be saved: nested dicts (string or integer keys), lists and tuples of NumPy arrays, NumPy scalars,
+Python numbers, strings, booleans and None, which is what ``Module.state_dict()``, an optimizer's and a
+scheduler's ``state_dict()`` and a generator's ``bit_generator.state`` are made of.
+
+Format: each array is stored as its own ``.npy`` member (``a0``, ``a1``, ...); the nesting, the keys and
+every non-array value are described by a small JSON document stored as a uint8 array under
+``__tapegrad__``. Loading uses ``allow_pickle=False``, so a checkpoint can never run code.
+
+Safety: ``save`` writes a temporary file in the target's directory, flushes and fsyncs it, then renames it
+over the target (``os.replace`` is atomic): an interrupted save leaves the previous checkpoint intact.
+``load`` reads and checks everything before returning; a truncated, corrupt or foreign file raises
+:class:`CheckpointError` naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from .tensor import Tensor
+
+__all__ = ["save", "load", "CheckpointError"]
+
+_HEADER = "__tapegrad__"
+_FORMAT = "tapegrad-checkpoint"
+_VERSION = 1
+
+
+class CheckpointError(ValueError):
+    """A file is not a readable tapegrad checkpoint (truncated, corrupt, or written by something else)."""
+
+
+def _encode(obj, arrays: dict, where: str):
+    """The JSON description of ``obj``; arrays go to ``arrays`` and are referred to by name."""
+    if isinstance(obj, Tensor):
+        obj = obj.data
+    if isinstance(obj, (np.ndarray, np.generic)):
+        arr = np.asarray(obj)
+        if arr.dtype.hasobject:
+            raise TypeError(f"save: {where} is an object array, which would need pickle; convert it to numbers")
+        name = f"a{len(arrays)}"
+        arrays[name] = arr
+        return {"array": name, "scalar": isinstance(obj, np.generic)}
+    if obj is None or isinstance(obj, (bool, str)):
+        return {"value": obj}
+    if isinstance(obj, int):
+        return {"int": str(obj)}  # as text: generator states hold 128-bit integers
+    if isinstance(obj, float):
+        return {"float": repr(obj)}  # repr round-trips exactly, inf and nan included
+    if isinstance(obj, dict):
+        items = []
+        for k, v in obj.items():
+            if isinstance(k, bool) or not isinstance(k, (str, int)):
+                raise TypeError(f"save: {where} has a key {k!r} of type {type(k).__name__}; keys must be str or int")
+            items.append([k, _encode(v, arrays, f"{where}[{k!r}]")])
+        return {"dict": items}
+    if isinstance(obj, (list, tuple)):
+        kind = "list" if isinstance(obj, list) else "tuple"
+        return {kind: [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
+    raise TypeError(
+        f"save: {where} is a {type(obj).__name__}; checkpoints hold dicts, lists, tuples, arrays, numbers, "
+        "strings, booleans and None (save model.state_dict(), not the model)"
+    )
+
+
+def _decode(desc, arrays):
+    if not isinstance(desc, dict) or len(desc) not in (1, 2):
+        raise ValueError(f"bad structure entry {desc!r:.80}")
+    if "array" in desc:
+        name = desc["array"]
+        if name not in arrays:
+            raise ValueError(f"the structure names array {name!r}, which the file does not hold")
+        arr = arrays[name]
+        return arr[()] if desc.get("scalar") else arr
+    ((kind, body),) = desc.items()
+    if kind == "value":
+        if body is not None and not isinstance(body, (bool, str)):
+            raise ValueError(f"bad value {body!r:.80}")
+        return body
+    if kind == "int":
+        return int(body)
+    if kind == "float":
+        return float(body)
+    if kind == "dict":
+        out = {}
+        for k, v in body:
+            if isinstance(k, bool) or not isinstance(k, (str, int)):
+                raise ValueError(f"bad key {k!r:.80}")
+            out[k] = _decode(v, arrays)
+        return out
+    if kind == "list":
+        return [_decode(v, arrays) for v in body]
+    if kind == "tuple":
+        return tuple(_decode(v, arrays) for v in body)
+    raise ValueError(f"unknown structure kind {kind!r:.40}")
+
+
+def save(obj, path: str | os.PathLike) -> None:
+    """Write ``obj`` (a state dict, or a dict of them) to ``path`` atomically, as an ``.npz`` without pickle.
+
+    The path is used as given (no ``.npz`` is appended). Nothing is written if ``obj`` holds something that
+    cannot be saved, and an existing file at ``path`` stays as it was until the new one is complete.
+
+    >>> import os, tempfile, numpy as np, tapegrad as tg
+    >>> model = tg.nn.Linear(3, 1, rng=0)
+    >>> opt = tg.optim.Adam(model.parameters())
+    >>> path = os.path.join(tempfile.mkdtemp(), "ckpt.npz")
+    >>> tg.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, path)
+    >>> tg.load(path)["epoch"]
+    3
+    """
+    path = os.fspath(path)
+    arrays: dict = {}
+    desc = _encode(obj, arrays, "the object")
+    header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": desc}).encode()
+    members = {_HEADER: np.frombuffer(header, dtype=np.uint8), **arrays}
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, allow_pickle=False, **members)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable; not every platform lets a directory be opened
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def load(path: str | os.PathLike):
+    """Read what :func:`save` wrote. Raises :class:`CheckpointError` for a file it did not write or that is damaged.
+
+    Arrays come back as NumPy arrays (and NumPy scalars as NumPy scalars); tuples, lists, dicts and plain
+    values as they were saved. Nothing is unpickled.
+
+    >>> import os, tempfile, numpy as np, tapegrad as tg
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.npz")
+    >>> tg.save({"w": np.arange(3.0), "lr": 0.1, "names": ["a", "b"]}, path)
+    >>> tg.load(path)
+    {'w': array([0., 1., 2.]), 'lr': 0.1, 'names': ['a', 'b']}
+    """
+    path = os.fspath(path)
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
+        raise CheckpointError(f"{path} is truncated, corrupt or not a checkpoint: {err}") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise CheckpointError(f"{path} holds a single NumPy array (.npy), not a tapegrad checkpoint")
+    try:
+        with npz:
+            if _HEADER not in npz.files:
+                raise CheckpointError(
+                    f"{path} is an .npz file but not a tapegrad checkpoint (no {_HEADER} entry); "
+                    "open it with numpy.load"
+                )
+            arrays = {name: npz[name] for name in npz.files}  # reads every member, checking its CRC
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError, KeyError) as err:
+        raise CheckpointError(f"{path} is truncated, corrupt or not a checkpoint: {err}") from None
+    try:
+        raw = arrays.pop(_HEADER)
+        if raw.dtype != np.uint8 or raw.ndim != 1:
+            raise ValueError(f"the {_HEADER} entry is {raw.dtype} of shape {raw.shape}, not bytes")
+        header = json.loads(raw.tobytes().decode())
+        if header.get("format") != _FORMAT:
+            raise ValueError(f"format {header.get('format')!r}")
+        if header.get("version") != _VERSION:
+            raise ValueError(f"version {header.get('version')!r}; this tapegrad reads version {_VERSION}")
+        obj = _decode(header["tree"], arrays)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path}: its structure description is not valid: {err}") from None
+    return obj
