@@ -101,6 +101,15 @@ def _decode(desc, arrays):
     raise ValueError(f"unknown structure kind {kind!r:.40}")
 
 
+def _file_mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode & 0o777  # overwriting: keep the file's mode
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def save(obj, path: str | os.PathLike) -> None:
     """Write ``obj`` (a state dict, or a dict of them) to ``path`` atomically, as an ``.npz`` without pickle.
 
@@ -123,6 +132,7 @@ def save(obj, path: str | os.PathLike) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
+        os.chmod(tmp, _file_mode(path))  # mkstemp makes the file private; a checkpoint gets the usual mode
         with os.fdopen(fd, "wb") as f:
             np.savez(f, allow_pickle=False, **members)
             f.flush()

@@ -83,6 +83,19 @@ def test_save_writes_atomically_and_a_failed_save_changes_nothing(tmp_path, monk
     _same(tg.load(path), {"w": np.ones(3)})
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_checkpoint_gets_the_usual_file_mode(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        tg.save({"w": np.ones(1)}, tmp_path / "a.npz")
+        assert (tmp_path / "a.npz").stat().st_mode & 0o777 == 0o644
+        os.chmod(tmp_path / "a.npz", 0o600)
+        tg.save({"w": np.ones(1)}, tmp_path / "a.npz")  # overwriting keeps the mode the file had
+        assert (tmp_path / "a.npz").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(mask)
+
+
 def _checkpoint(tmp_path):
     path = tmp_path / "ckpt.npz"
     tg.save({"w": np.arange(1000.0), "step": 7}, path)
