@@ -1,0 +1,96 @@
+"""Every example runs in a fast mode and reaches a real outcome, so none of them can rot."""
+
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_linear_regression_recovers_the_weights(capsys):
+    W, b, history = _load("linear_regression").main(["--epochs", "100"])
+    np.testing.assert_allclose(W.data.ravel(), [2.0, -1.0, 0.5], atol=0.05)
+    assert abs(b.data[0]) < 0.05
+    assert history[-1].item() < 0.02 < history[0].item()
+    assert "W =" in capsys.readouterr().out
+
+
+def test_classify_digits_learns_and_resumes_exactly(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    digits = _load("classify_digits")
+    full = digits.main(["--epochs", "4", "--out", str(tmp_path / "full"), "--quiet"])
+    history = full["history"]
+    assert full["test_accuracy"] >= 0.93  # 4 epochs; the default 30 reach about 0.98
+    assert history["train_loss"][-1] < 0.5 * history["train_loss"][0]
+    png = (tmp_path / "full" / "curve.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5000
+
+    part = tmp_path / "part"
+    digits.main(["--epochs", "2", "--out", str(part), "--quiet", "--no-plot"])
+    resumed = digits.main(["--epochs", "4", "--out", str(part), "--quiet", "--resume", "--plot", str(part / "c.png")])
+    assert resumed["history"] == history  # every epoch's loss and accuracy, exactly
+    for p, q in zip(resumed["model"].parameters(), full["model"].parameters()):
+        assert p.data.tobytes() == q.data.tobytes()
+    ckpt = tg.load(part / "checkpoint.npz")
+    assert ckpt["epoch"] == 4 and set(ckpt) >= {"model", "optim", "data_rng", "history", "config"}
+    with pytest.raises(SystemExit, match="pass the same arguments"):
+        digits.main(["--epochs", "5", "--out", str(part), "--quiet", "--resume", "--hidden", "32"])
+
+
+def _logistic_hessian_and_gradient(x, y, lam, w):
+    s = 1 / (1 + np.exp(-x @ w))
+    n, d = x.shape
+    return x.T @ (x * (s * (1 - s))[:, None]) / n + lam * np.eye(d), x.T @ (s - y) / n + lam * w
+
+
+def test_newton_direction_uses_exact_hessian_vector_products():
+    newton = _load("newton")
+    x, y = newton.make_data(200, 6, seed=1)
+    loss = newton.make_loss(x, y, 1e-2)
+    w = tg.Tensor(np.random.default_rng(0).normal(size=6) * 0.3, requires_grad=True)
+    value, grad, direction, used = newton.newton_step(loss, w, cg_tol=1e-13)
+    H, g = _logistic_hessian_and_gradient(x, y, 1e-2, w.data)
+    np.testing.assert_allclose(grad, g, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(direction, -np.linalg.solve(H, g), rtol=1e-7, atol=1e-12)
+    assert used <= 6  # CG on a 6x6 system
+    assert w.grad is None  # the Hessian-vector products leave .grad alone
+
+
+def test_newton_converges_fast_where_gradient_descent_does_not():
+    result = _load("newton").main(["--n", "300", "--d", "8", "--gd-steps", "30", "--quiet"])
+    norms = [h["grad_norm"] for h in result["newton"]]
+    assert norms[-1] < 1e-9 and len(norms) <= 12
+    assert result["gd"][-1]["grad_norm"] > 1e-4
+    _, g = _logistic_hessian_and_gradient(result["x"], result["y"], 1e-3, result["w_newton"])
+    assert np.linalg.norm(g) < 1e-9  # the minimiser, checked with the closed-form gradient
+
+
+def _script(*args):
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=EXAMPLES)
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_newton_runs_as_a_script():
+    assert "Newton-CG: " in _script("newton.py", "--n", "200", "--d", "5", "--gd-steps", "5")
+
+
+def test_classify_digits_runs_as_a_script_with_a_progress_bar(tmp_path):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    out = _script("classify_digits.py", "--epochs", "1", "--no-plot", "--progress", "--out", str(tmp_path))
+    assert "epoch   1/1" in out and "batch" in out and "test accuracy" in out
