@@ -292,3 +292,42 @@ def test_a_small_network_learns_xor():
         opt.step()
     assert loss.item() < 0.05
     assert (model(x).data.argmax(axis=1) == y).all()
+
+
+def test_a_training_step_leaves_nothing_recorded_alive():
+    import gc
+    import weakref
+
+    model = nn.Sequential(nn.Linear(4, 32, rng=0), nn.ReLU(), nn.Dropout(0.5, rng=1), nn.Linear(32, 3, rng=2))
+    opt = tg.optim.Adam(model.parameters(), lr=0.01)
+    x, y = tg.Tensor(rng.normal(size=(64, 4))), rng.integers(0, 3, size=64)
+    history, tapes = [], []
+    for _ in range(5):
+        opt.zero_grad()
+        with tg.tape.record() as t:
+            loss = nn.cross_entropy(model(x), y)
+        assert t.saved_bytes() > 64 * 32 * 8  # the hidden activations are on the tape...
+        loss.backward()
+        opt.step()
+        assert t.saved_bytes() == 0 and len(t) == 0  # ...and gone after backward
+        history.append(loss)  # keeping every loss keeps no graph
+        tapes.append(weakref.ref(t))
+        del t
+    gc.collect()
+    assert all(ref() is None for ref in tapes)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [
+        lambda z: nn.mse_loss(z, np.zeros((4, 3), dtype=np.float32)),
+        lambda z: nn.cross_entropy(z, np.array([0, 1, 2, 0])),
+        lambda z: nn.binary_cross_entropy_with_logits(z, np.ones((4, 3), dtype=np.float32)),
+    ],
+)
+def test_float32_stays_float32_through_losses_and_gradients(loss):
+    z = tg.Tensor(rng.normal(size=(4, 3)).astype(np.float32), requires_grad=True)
+    with tg.tape.record():
+        out = loss(z)
+    out.backward()
+    assert out.dtype == np.float32 and z.grad.dtype == np.float32

@@ -61,7 +61,12 @@ class Module:
                 yield name, value
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        """The direct submodules, with their attribute names."""
+        """The direct submodules, with their attribute names.
+
+        >>> import tapegrad as tg
+        >>> [name for name, _ in tg.nn.Sequential(tg.nn.ReLU(), tg.nn.Tanh()).named_children()]
+        ['0', '1']
+        """
         for name, value in self._members():
             if isinstance(value, Module):
                 yield name, value
@@ -72,7 +77,13 @@ class Module:
             yield m
 
     def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module (named ``prefix``) and every submodule below it, depth first, each once."""
+        """This module (named ``prefix``) and every submodule below it, depth first, each once.
+
+        >>> import tapegrad as tg
+        >>> model = tg.nn.Sequential(tg.nn.Linear(2, 2), tg.nn.Sequential(tg.nn.ReLU()))
+        >>> [(name, type(m).__name__) for name, m in model.named_modules()]
+        [('', 'Sequential'), ('0', 'Linear'), ('1', 'Sequential'), ('1.0', 'ReLU')]
+        """
         seen: set[int] = set()
         stack = [(prefix, self)]
         while stack:
@@ -105,11 +116,22 @@ class Module:
                     yield (f"{path}.{name}" if path else name), value
 
     def parameters(self) -> list[Tensor]:
-        """Every parameter, in a list (what an optimizer takes)."""
+        """Every parameter, in a list (what an optimizer takes).
+
+        >>> import tapegrad as tg
+        >>> sum(p.size for p in tg.nn.Linear(3, 2).parameters())
+        8
+        """
         return [p for _, p in self.named_parameters()]
 
     def zero_grad(self) -> None:
-        """Set every parameter's ``grad`` to None."""
+        """Set every parameter's ``grad`` to None.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> layer = tg.nn.Linear(1, 1); layer.weight.grad = np.ones((1, 1))
+        >>> layer.zero_grad(); layer.weight.grad is None
+        True
+        """
         for p in self.parameters():
             p.grad = None
 
@@ -132,12 +154,26 @@ class Module:
 
     # -- extra state (random generators and the like) --------------------------------------------------
     def get_extra_state(self):
-        """State other than parameters to save in ``state_dict()`` (None: nothing). Override with
-        ``set_extra_state``."""
+        """State other than parameters to save in ``state_dict()`` (None: nothing). Override it together with
+        ``set_extra_state``; the value may be any nested dict/list of arrays, numbers and strings.
+
+        >>> import tapegrad as tg
+        >>> class Counter(tg.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.seen = 0
+        ...     def get_extra_state(self):
+        ...         return {"seen": self.seen}
+        ...     def set_extra_state(self, state):
+        ...         self.seen = state["seen"]
+        >>> c = Counter(); c.seen = 5
+        >>> c.state_dict()
+        {'_extra_state': {'seen': 5}}
+        """
         return None
 
     def set_extra_state(self, state) -> None:
-        """Restore what ``get_extra_state`` returned."""
+        """Restore what ``get_extra_state`` returned (see its example); raise if ``state`` is not valid."""
         raise NotImplementedError(f"{type(self).__name__} saves extra state but cannot restore it")
 
     # -- checkpoints ----------------------------------------------------------------------------------

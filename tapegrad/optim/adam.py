@@ -54,7 +54,7 @@ class Adam(Optimizer):
             raise ValueError(f"{type(self).__name__}: eps and weight_decay must be >= 0")
         group["betas"] = (b1, b2)
 
-    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> np.ndarray:
+    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> None:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if not state:
             state["step"] = 0
@@ -79,7 +79,6 @@ class Adam(Optimizer):
         bias1, bias2 = 1 - b1**t, 1 - b2**t
         denom = np.sqrt(v) / math.sqrt(bias2) + eps
         p -= (lr / bias1) * (m / denom)
-        return p
 
 
 class AdamW(Adam):

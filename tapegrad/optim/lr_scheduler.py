@@ -15,7 +15,16 @@ __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR"]
 
 
 class LRScheduler:
-    """Base class: subclasses give the learning rate of a group from its base lr and ``last_epoch``."""
+    """Base class: subclasses give the learning rate of a group from its base lr and ``last_epoch``.
+
+    >>> import tapegrad as tg
+    >>> class Halve(tg.optim.LRScheduler):
+    ...     def _lr(self, base_lr):
+    ...         return base_lr / 2**self.last_epoch
+    >>> opt = tg.optim.SGD([tg.Tensor([0.0], requires_grad=True)], lr=1.0)
+    >>> sched = Halve(opt); sched.step(); sched.step(); sched.get_last_lr()
+    [0.25]
+    """
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):
@@ -44,7 +53,13 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
     def state_dict(self) -> dict:
-        """Everything but the optimizer (which has its own state dict)."""
+        """Everything but the optimizer (which has its own state dict).
+
+        >>> import tapegrad as tg
+        >>> opt = tg.optim.SGD([tg.Tensor([0.0], requires_grad=True)], lr=1.0)
+        >>> tg.optim.StepLR(opt, step_size=5).state_dict()
+        {'step_size': 5, 'gamma': 0.1, 'base_lrs': [1.0], 'last_epoch': 0}
+        """
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict) -> None:

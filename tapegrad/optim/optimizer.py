@@ -22,7 +22,8 @@ __all__ = ["Optimizer"]
 
 
 class Optimizer:
-    """Base class: subclasses set ``defaults`` through ``__init__`` and implement ``_update(p, g, state, group)``.
+    """Base class: subclasses pass their ``defaults`` to ``__init__`` and implement ``_update(p, g, state, group)``,
+    which changes the array ``p`` in place.
 
     ``params`` is an iterable of tensors, or of dicts ``{"params": [...], "lr": ..., ...}`` (parameter
     groups, each overriding the defaults it names).
@@ -89,12 +90,11 @@ class Optimizer:
                 g = np.asarray(p.grad)  # a tensor gradient (create_graph=True) updates by its value
                 state = self.state.setdefault(id(p), {})
                 data = p.data
-                new = self._update(data, g, state, group)
-                if new is not data:
-                    data[...] = new
+                self._update(data, g, state, group)
                 p.data = data  # the setter bumps the version: tapes that saved the old value refuse to replay
 
-    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> np.ndarray:
+    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> None:
+        """Change ``p`` in place from its gradient ``g``, the parameter's ``state`` and its ``group``."""
         raise NotImplementedError
 
     # -- checkpoints ------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ class SGD(Optimizer):
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
 
-    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> np.ndarray:
+    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> None:
         lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
         if wd != 0:
             g = g + wd * p
@@ -64,4 +64,3 @@ class SGD(Optimizer):
                 buf += (1 - group["dampening"]) * g
             g = g + momentum * buf if group["nesterov"] else buf
         p -= lr * g
-        return p
