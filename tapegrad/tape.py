@@ -99,6 +99,7 @@ def _entry_died(entry):
 
 class _State(threading.local):
     active: tuple = ()  # the active tapes, innermost last
+    anomaly = False  # inside tapegrad.detect_anomaly(): new tapes check every value (tapegrad.debug)
     pending = None  # the most recently closed tape, kept so that loss.backward() works after the block
     watched = frozenset()  # ids of tensors watched by an active tape
 
@@ -148,6 +149,7 @@ class Tape:
         # Callables monitor(tape, entry, out) run after each entry is recorded: budgets, anomaly checks,
         # source lines. Empty by default, so plain recording pays one truth test per op.
         self._monitors: list = []
+        self._anomaly = False  # record(detect_anomaly=True): replays check every gradient (tapegrad.debug)
 
     # -- the context manager ------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -218,6 +220,36 @@ class Tape:
     def __repr__(self) -> str:
         return f"<Tape {self.state}, {len(self)} entries, persistent={self.persistent}>"
 
+    # The readable views live in tapegrad.debug and tapegrad.viz; these are their entry points.
+    def __str__(self) -> str:
+        from .debug import format_tape
+
+        return format_tape(self)
+
+    def memory_report(self) -> str:
+        """Per entry: op, source line, output shape and dtype, saved arrays and bytes; then totals (tapegrad.debug)."""
+        from .debug import memory_report
+
+        return memory_report(self)
+
+    def stats(self) -> dict:
+        """The figures of :meth:`memory_report` as a dict."""
+        from .debug import stats
+
+        return stats(self)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT source drawing this tape (tapegrad.viz)."""
+        from .viz import to_dot
+
+        return to_dot(self)
+
+    def find_nonfinite(self) -> list:
+        """The entries whose saved values hold NaN or infinity, earliest first (tapegrad.debug)."""
+        from .debug import find_nonfinite
+
+        return find_nonfinite(self)
+
     # -- recording ----------------------------------------------------------------------------------
     def _compact(self) -> None:
         # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
@@ -228,10 +260,24 @@ class Tape:
         self._compact_at = max(1024, 2 * len(entries))
 
     # -- replay and release -------------------------------------------------------------------------
-    def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False) -> None:
-        """Replay this tape from ``target`` and accumulate into ``.grad`` of the leaves (see Tensor.backward)."""
+    def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False, trace=False) -> None:
+        """Replay this tape from ``target`` and accumulate into ``.grad`` of the leaves (see Tensor.backward).
+
+        ``trace=True`` (or a file) prints each adjoint update as it runs (see tapegrad.debug).
+        """
         seed = _seed(target, gradient, "backward", differentiable=create_graph)
-        self._replay([(_key_of(target), seed)], create_graph=create_graph, leaves=True)
+        observer = self._observer(trace)
+        self._replay([(_key_of(target), seed)], create_graph=create_graph, leaves=True, observer=observer)
+        if observer is not None:
+            observer.done()
+
+    def _observer(self, trace):
+        # Checked once per replay: the replay loop only pays for tracing or anomaly checks when asked.
+        if trace or self._anomaly or _state.anomaly:
+            from .debug import replay_observer
+
+            return replay_observer(self, trace, self._anomaly or _state.anomaly)
+        return None
 
     def gradient(self, target, sources, output_gradients=None, *, unconnected: str = "none"):
         """Gradients of ``target`` with respect to ``sources`` (a tensor, list/tuple or dict), without touching ``.grad``.
@@ -263,7 +309,9 @@ class Tape:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
             wanted[_key_of(s)] = None
-        found = self._replay(roots, create_graph=create_graph, leaves=False, wanted=wanted)
+        found = self._replay(
+            roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self._observer(False)
+        )
         out = []
         for s in flat:
             g = found.get(_key_of(s))
@@ -281,7 +329,7 @@ class Tape:
         if _state.pending is self:
             _state.pending = None
 
-    def _replay(self, roots, *, create_graph, leaves, wanted=None):
+    def _replay(self, roots, *, create_graph, leaves, wanted=None, observer=None):
         state = self._ref.state
         if state != "recording":
             raise TapeError(_consumed_message(state))
@@ -303,7 +351,7 @@ class Tape:
         else:
             xp = numpy_rules
         # The common replay (no hooks, no gradient() sources, not recorded) skips every optional step.
-        slow = create_graph or found is not None or _hooks_on
+        slow = create_graph or found is not None or _hooks_on or observer is not None
         pop, get = grads.pop, grads.get
         try:
             for idx in range(n - 1, -1, -1):
@@ -329,6 +377,8 @@ class Tape:
                         found[node] = g
                     if create_graph:
                         g, ans, vals = _as_tensors(g, ans, vals, srcs, node, op)
+                    if observer is not None:  # tracing, anomaly checks: it wraps the op's rules
+                        op = observer(idx, rec, node, g, grads)
                 vjps = op.vjps
                 if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
                     joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
@@ -376,8 +426,12 @@ class Tape:
         return found
 
 
-def record(*, persistent: bool = False) -> Tape:
+def record(*, persistent: bool = False, detect_anomaly: bool = False, track_source: bool = False) -> Tape:
     """Start recording on a new tape: ``with tape.record() as t: ...``.
+
+    ``track_source=True`` keeps, per entry, the file and line that called the op and its output's shape and
+    dtype (printing and memory reports show them); ``detect_anomaly=True`` also raises at the first NaN or
+    infinity, forward or backward, naming the op and that line (see :mod:`tapegrad.debug`).
 
     >>> import tapegrad as tg
     >>> w = tg.Tensor([1.0, -1.0], requires_grad=True)
@@ -386,7 +440,12 @@ def record(*, persistent: bool = False) -> Tape:
     >>> loss.backward(); w.grad
     array([ 2., -2.])
     """
-    return Tape(persistent=persistent)
+    t = Tape(persistent=persistent)
+    if detect_anomaly or track_source or _state.anomaly:
+        from .debug import instrument
+
+        instrument(t, anomaly=detect_anomaly or _state.anomaly)
+    return t
 
 
 class stop_recording:
@@ -680,7 +739,7 @@ def _flatten(tree):
 
 
 # -- entry points used by Tensor ------------------------------------------------------------------------
-def _backward(t: Tensor, gradient, create_graph: bool) -> None:
+def _backward(t: Tensor, gradient, create_graph: bool, trace=False) -> None:
     node = t._node
     if node is None:
         if not t.requires_grad:
@@ -698,7 +757,7 @@ def _backward(t: Tensor, gradient, create_graph: bool) -> None:
                 "recording again, or hold it (`with tape.record() as t:`) and call t.backward(loss)"
             )
         raise TapeError(_consumed_message(state))
-    tape.backward(t, gradient, create_graph=create_graph)
+    tape.backward(t, gradient, create_graph=create_graph, trace=trace)
 
 
 class _HookHandle:

@@ -177,12 +177,13 @@ class Tensor:
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 
     # -- backward -------------------------------------------------------------------------------------
-    def backward(self, gradient=None, *, create_graph: bool = False) -> None:
+    def backward(self, gradient=None, *, create_graph: bool = False, trace=False) -> None:
         """Replay the tape that recorded this tensor, accumulating ``.grad`` on every leaf it reaches.
 
         ``gradient`` is required when this tensor is not a scalar (the vector in the vector-Jacobian
         product). With ``create_graph=True`` the replay is itself recorded, so the gradients it writes are
-        tensors that can be differentiated again; the tape is kept.
+        tensors that can be differentiated again; the tape is kept. ``trace=True`` (or a file to write to)
+        prints each adjoint update in replay order (see :mod:`tapegrad.debug`).
 
         >>> import tapegrad as tg
         >>> x = tg.Tensor(2.0, requires_grad=True)
@@ -193,7 +194,7 @@ class Tensor:
         >>> dydx.backward(); float(x.grad)
         12.0
         """
-        _backward(self, gradient, create_graph)
+        _backward(self, gradient, create_graph, trace)
 
     def register_hook(self, fn):
         """Call ``fn(grad)`` when replay reaches this tensor's gradient; a non-None return replaces it.
