@@ -75,9 +75,13 @@ class Node:
 
 
 class _TapeRef(weakref.ref):
-    """The weak reference every node of a tape shares; ``state`` outlives the tape to explain errors."""
+    """The weak reference every node of a tape shares; ``state`` outlives the tape to explain errors.
 
-    __slots__ = ("state",)
+    ``outer`` holds the references of the tapes that were active when this one was: an op on this tape's
+    nodes recorded there is nested use, not a value carried over from an earlier tape.
+    """
+
+    __slots__ = ("state", "outer")
 
 
 class _Entry(weakref.ref):
@@ -143,6 +147,7 @@ class Tape:
         self._entries: list[_Entry] = []
         self._ref = _TapeRef(self)
         self._ref.state = "recording"
+        self._ref.outer = ()
         self._watched: dict[int, Tensor] = {}
         self._compact_at = 1024
         self._replays = 0
@@ -150,12 +155,16 @@ class Tape:
         # source lines. Empty by default, so plain recording pays one truth test per op.
         self._monitors: list = []
         self._anomaly = False  # record(detect_anomaly=True): replays check every gradient (tapegrad.debug)
+        self._site = None  # where record() was called, for the dropped-tape warning
 
     # -- the context manager ------------------------------------------------------------------------
     def __enter__(self) -> Tape:
         if self._ref.state in ("replayed", "released"):
             raise TapeError(f"this tape was already {self._ref.state}; start a new block with tape.record()")
-        _state.active = _state.active + (self,)
+        active = _state.active
+        if active:
+            self._ref.outer += tuple([t._ref for t in active])
+        _state.active = active + (self,)
         self._sync_watched()
         return self
 
@@ -192,6 +201,16 @@ class Tape:
         global _watch_used
         _watch_used = True
         self._sync_watched()
+
+    def __del__(self):
+        # Dropped holding saved values it never replayed: often a forgotten backward (tapegrad.debug warns).
+        try:
+            if self._ref.state == "recording" and not self.persistent and self._entries:
+                from .debug import _dropped_unreplayed
+
+                _dropped_unreplayed(self)
+        except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
+            pass
 
     # -- inspection ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -347,6 +366,7 @@ class Tape:
             # The rules become recorded ops: on this tape (its forward values are needed) and on every active one.
             saved_active = _state.active
             if self not in saved_active:
+                self._ref.outer += tuple(t._ref for t in saved_active)
                 _state.active = saved_active + (self,)
         else:
             xp = numpy_rules
@@ -441,6 +461,8 @@ def record(*, persistent: bool = False, detect_anomaly: bool = False, track_sour
     array([ 2., -2.])
     """
     t = Tape(persistent=persistent)
+    f = sys._getframe(1)
+    t._site = (f.f_code.co_filename, f.f_lineno)
     if detect_anomaly or track_source or _state.anomaly:
         from .debug import instrument
 
@@ -481,6 +503,9 @@ def apply(op, args, params):
     datas = []
     srcs = []
     mask = bit = 0
+    active = _state.active
+    top = active[-1]._ref if active else None
+    foreign = None
     for a in args:
         if isinstance(a, Tensor):
             datas.append(a._data)
@@ -488,6 +513,8 @@ def apply(op, args, params):
             if node is not None:
                 srcs.append(node)
                 mask |= 1 << bit
+                if node.tape is not top:  # recorded under another tape: checked apart, once recording
+                    foreign = node
             else:
                 srcs.append(a)
                 if a.requires_grad:
@@ -505,13 +532,14 @@ def apply(op, args, params):
     t = _new_tensor(Tensor)
     t._data = out
     t.grad = None
-    active = _state.active
     if _watch_used and active and _state.watched:  # t.watch(x) is rare: checked apart
         mask = _watched_mask(args)
     if not (active and mask):
         t.requires_grad = False
         t._node = None
         return t
+    if foreign is not None:
+        _foreign_input(op, foreign, active)
     shapes = None
     if op.broadcast:
         oshape = out.shape
@@ -533,7 +561,7 @@ def apply(op, args, params):
         mask,
     )
     node = Node()
-    node.tape = active[-1]._ref
+    node.tape = top
     t.requires_grad = True
     t._node = node
     for tape in active:
@@ -547,6 +575,20 @@ def apply(op, args, params):
             for monitor in tape._monitors:
                 monitor(tape, e, t)
     return t
+
+
+def _foreign_input(op, node, active):
+    """An input recorded under a tape that is not recording now, nor nested with one that is: warn."""
+    ref = node.tape
+    for t in active:
+        r = t._ref
+        # The same tape; one nested in an active tape; or an enclosing tape (a nested tape replayed with
+        # create_graph after the blocks closed reads values of the tape around it).
+        if r is ref or any(o is r for o in ref.outer) or any(o is ref for o in r.outer):
+            return
+    from .debug import _warn_cross_tape
+
+    _warn_cross_tape(op, ref)
 
 
 def _watched_mask(args):
