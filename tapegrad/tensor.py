@@ -126,7 +126,10 @@ class Tensor:
         return self._data.item()
 
     def numpy(self) -> np.ndarray:
-        """The underlying array (no copy). Gradients do not flow through what you do with it."""
+        """The underlying array (no copy). Gradients do not flow through what you do with it: inside
+        ``record()`` on a tensor being recorded this warns once per call site (use ``.data`` to say so)."""
+        if self._node is not None or self.requires_grad:
+            _escape(self, "numpy()")
         return self._data
 
     def tolist(self):
@@ -147,6 +150,8 @@ class Tensor:
         return astype(self, dtype=np.dtype(dtype))
 
     def __array__(self, dtype=None, copy=None):
+        if self._node is not None or self.requires_grad:
+            _escape(self, "np.asarray()")
         if dtype is None:
             return self._data
         return self._data.astype(dtype)
@@ -398,6 +403,7 @@ def _inplace(t, other, ufunc, symbol):
     return t
 
 
+from .debug import _escape  # noqa: E402
 from .ops import (  # noqa: E402  (the ops need the Tensor class defined above)
     absolute,
     add,
