@@ -19,6 +19,7 @@ from . import tape
 
 # isort: on
 from . import nn, optim
+from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .ops import (
     absolute,
     add,
@@ -107,6 +108,10 @@ __all__ = [
     "save",
     "load",
     "CheckpointError",
+    "detect_anomaly",
+    "AnomalyError",
+    "TapeLeakWarning",
+    "TapeEscapeWarning",
     "REGISTRY",
     "NONDIFF",
     "defop",

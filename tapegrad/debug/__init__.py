@@ -1,0 +1,51 @@
+"""Seeing the tape: what it recorded, what it keeps, where a NaN came from, and what leaks.
+
+- ``print(t)``: the tape as numbered SSA lines (:func:`format_tape`); ``t.memory_report()`` and ``t.stats()``:
+  what each entry keeps for backward (:mod:`tapegrad.debug.reading`).
+- ``loss.backward(trace=True)``: the replay as adjoint updates (:mod:`tapegrad.debug.trace`).
+- ``record(detect_anomaly=True)``, :class:`detect_anomaly`, ``t.find_nonfinite()``: NaN provenance
+  (:mod:`tapegrad.debug.anomaly`).
+- :class:`TapeLeakWarning`, :class:`TapeEscapeWarning`, :func:`live_tapes`: leak sentinels
+  (:mod:`tapegrad.debug.sentinels`). Drawing is in :mod:`tapegrad.viz`.
+
+>>> import tapegrad as tg
+>>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
+>>> with tg.tape.record() as t:
+...     y = tg.exp(x).sum()
+>>> print(str(t).splitlines()[1])
+  0  t0 = exp(x)  (2,) -> (2,)  saved: t0 (16 B)
+"""
+
+from .anomaly import AnomalyError, Nonfinite, detect_anomaly, find_nonfinite, instrument
+from .reading import format_tape, memory_report, stats
+from .sentinels import (
+    LiveTape,
+    TapeEscapeWarning,
+    TapeLeakWarning,
+    _dropped_unreplayed,
+    _escape,
+    _warn_cross_tape,
+    live_tapes,
+    set_leak_threshold,
+)
+from .trace import replay_observer
+
+__all__ = [
+    "format_tape",
+    "memory_report",
+    "stats",
+    "AnomalyError",
+    "detect_anomaly",
+    "find_nonfinite",
+    "Nonfinite",
+    "instrument",
+    "replay_observer",
+    "TapeLeakWarning",
+    "TapeEscapeWarning",
+    "live_tapes",
+    "LiveTape",
+    "set_leak_threshold",
+    "_dropped_unreplayed",
+    "_escape",
+    "_warn_cross_tape",
+]

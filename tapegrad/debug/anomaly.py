@@ -1,0 +1,195 @@
+"""NaN provenance: which op, forward or backward, on which line of the user's code, made a NaN or infinity.
+
+- ``tape.record(track_source=True)`` keeps, per entry, the file and line of the user's code that called the op
+  and the output's shape and dtype (in ``entry.info``), through one of the tape's monitors: a plain tape
+  pays nothing for it.
+- ``tape.record(detect_anomaly=True)``, or any tape recorded or replayed inside ``with detect_anomaly():``,
+  also checks each op's output as it is recorded and each gradient as the replay computes it, and raises
+  :class:`AnomalyError` at the first value that is not finite, naming the op, the phase, the entry index (as
+  ``print(t)`` numbers it) and the line.
+- ``t.find_nonfinite()`` looks after the fact at what a tape saved (e.g. a persistent tape).
+
+The ``where`` trap: ``where(x > 0, sqrt(x), 0)`` at ``x = 0`` has a finite value but a NaN gradient, because
+the rule of ``sqrt`` runs on every element (``0 * inf``) before ``where`` masks it. Guard the input of the
+unselected branch as well (the double ``where``)::
+
+    safe = tg.where(x > 0, x, 1.0)          # any value where sqrt is smooth
+    y = tg.where(x > 0, tg.sqrt(safe), 0.0)  # gradient 0 at x = 0, no NaN
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+import numpy as np
+
+from ..tape import Node, _state
+from ..tensor import Tensor
+
+__all__ = ["AnomalyError", "detect_anomaly", "find_nonfinite", "Nonfinite"]
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+class AnomalyError(FloatingPointError):
+    """A recorded op produced, or its rule returned, NaN or infinity. ``op``, ``phase`` ("forward" or
+    "backward"), ``index`` (the entry, as ``print(t)`` numbers it), ``filename`` and ``lineno`` say where."""
+
+    def __init__(self, message, op, phase, index, filename=None, lineno=None):
+        super().__init__(message)
+        self.op, self.phase, self.index, self.filename, self.lineno = op, phase, index, filename, lineno
+
+
+class Info:
+    """What a tracked entry knows beyond its record: the user's file and line, and its output's shape and dtype."""
+
+    __slots__ = ("file", "line", "func", "shape", "dtype")
+
+    def __repr__(self) -> str:
+        return f"Info({os.path.basename(self.file)}:{self.line}, {self.shape}, {self.dtype})"
+
+
+def user_frame(frame):
+    """The first frame outside tapegrad's own modules, walking outwards from ``frame``."""
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame
+
+
+def _capture(tape, entry, out):
+    f = user_frame(sys._getframe(1))
+    info = Info()
+    info.file, info.line, info.func = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name) if f else ("?", 0, "?")
+    data = out._data
+    info.shape, info.dtype = data.shape, data.dtype
+    entry.info = info
+    if (tape._anomaly or _state.anomaly) and data.dtype.kind in "fc" and not np.isfinite(data).all():
+        index = len(tape) - 1
+        op = entry.rec[0].name
+        raise AnomalyError(
+            f"forward: {op} (entry {index} of the tape) produced {_what(data)} at {_at(info)}. "
+            f"Check its inputs: e.g. log or sqrt of a negative number, a division by zero, exp overflowing",
+            op,
+            "forward",
+            index,
+            info.file,
+            info.line,
+        )
+
+
+_capture.tapegrad_debug = True
+
+
+def instrument(tape, anomaly: bool = False) -> None:
+    """Make ``tape`` keep source lines and shapes, and with ``anomaly`` check every value (see record())."""
+    if anomaly:
+        tape._anomaly = True
+    if _capture not in tape._monitors:
+        tape._monitors.append(_capture)
+
+
+def _what(data) -> str:
+    nan = np.isnan(data).any()
+    inf = np.isinf(data).any()
+    return " and ".join(w for w, on in (("NaN", nan), ("infinity", inf)) if on) or "a non-finite value"
+
+
+def _at(info) -> str:
+    if info is None:
+        return "an unknown line (record with track_source=True or detect_anomaly=True to know it)"
+    code = linecache.getline(info.file, info.line).strip()
+    return f"{info.file}:{info.line} in {info.func}()" + (f": `{code}`" if code else "")
+
+
+def gradient_error(op, index, arg, info, g, target=None) -> AnomalyError:
+    """The error for a gradient that is not finite, computed by ``op``'s rule for its input ``arg``."""
+    where_hint = (
+        " If a where() selects away this op's output there, its NaN gradient still flows: guard the input of "
+        "the branch not taken too (the double where, see tapegrad.debug.anomaly)."
+    )
+    what = f"the gradient of {op} (entry {index}) with respect to {arg}" if target is None else target
+    return AnomalyError(
+        f"backward: {what} is {_what(g)}; the op was called at {_at(info)}.{where_hint}",
+        op,
+        "backward",
+        index,
+        getattr(info, "file", None),
+        getattr(info, "line", None),
+    )
+
+
+def finite(g) -> bool:
+    d = g._data if isinstance(g, Tensor) else g
+    return not (isinstance(d, np.ndarray) and d.dtype.kind in "fc") or bool(np.isfinite(d).all())
+
+
+class detect_anomaly:
+    """Check every recorded value and every gradient on this thread while the block is active.
+
+    Tapes recorded inside the block behave as ``record(detect_anomaly=True)``; tapes already recording start
+    checking the ops recorded from now on; every replay inside the block checks its gradients.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([-1.0], requires_grad=True)
+    >>> with tg.detect_anomaly(), tg.tape.record():
+    ...     y = tg.log(x)
+    Traceback (most recent call last):
+    ...
+    tapegrad.debug.anomaly.AnomalyError: forward: log (entry 0 of the tape) produced NaN at ...
+    """
+
+    def __enter__(self):
+        self._saved = _state.anomaly
+        _state.anomaly = True
+        for t in _state.active:
+            instrument(t)
+        return self
+
+    def __exit__(self, *exc):
+        _state.anomaly = self._saved
+
+
+class Nonfinite(tuple):
+    """One finding of :func:`find_nonfinite`: ``(index, call, array, source)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, index, call, array, source):
+        return super().__new__(cls, (index, call, array, source))
+
+    index = property(lambda self: self[0])
+    call = property(lambda self: self[1])
+    array = property(lambda self: self[2])
+    source = property(lambda self: self[3])
+
+
+def find_nonfinite(tape) -> list:
+    """The entries of ``tape`` whose values hold NaN or infinity, as far as the tape kept them, earliest first.
+
+    A value counts for the entry that produced it: an input saved by a later entry is traced to its producer.
+    Only saved values can be inspected; ``detect_anomaly=True`` checks every value as it is made.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([4.0, -1.0], requires_grad=True, name="x")
+    >>> with tg.tape.record(persistent=True) as t:
+    ...     y = (tg.sqrt(x) * 2).sum()
+    >>> [(f.index, f.call) for f in t.find_nonfinite()]
+    [(0, 't0 = sqrt(x)')]
+    """
+    from .reading import _call, analyse
+
+    rows = analyse(tape)
+    by_node = {r.entry(): r for r in rows if r.entry() is not None}
+    found = {}
+    for r in rows:
+        srcs = r.rec[1]
+        for i, v in enumerate(r.rec[2]):
+            if isinstance(v, np.ndarray) and not finite(v):
+                producer = by_node.get(srcs[i]) if srcs[i].__class__ is Node else None
+                key = producer or r
+                found.setdefault(key.index, (key, r.args[i] if producer is None else key.name))
+        if r.rec[3] is not None and not finite(r.rec[3]):
+            found.setdefault(r.index, (r, r.name))
+    return [Nonfinite(i, _call(row), array, row.where or None) for i, (row, array) in sorted(found.items())]

@@ -1,0 +1,370 @@
+"""Reading a tape: its entries as numbered SSA lines, and what each one keeps alive.
+
+``analyse(tape)`` turns the live entries into rows (name, op, operands, shapes, saved arrays, source line);
+``format_tape`` prints them, ``stats`` and ``memory_report`` add up their bytes. Names are stable per tape:
+the value of the k-th live entry is ``tk``, a leaf is shown by its ``name`` (``in0``, ``in1``... when it has
+none), a constant by its value when the tape kept it. A tape recorded with ``track_source=True`` (or
+``detect_anomaly=True``) knows every output's shape and dtype and the line that called each op; otherwise
+shapes come from what the tape holds (leaves, saved values, broadcasting) and the others show as ``?``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..registry import Shape
+from ..tape import Node
+from ..tensor import Tensor
+
+__all__ = ["format_tape", "memory_report", "stats", "fmt_shape", "fmt_bytes"]
+
+
+class Row:
+    """One live entry as the views show it."""
+
+    __slots__ = ("index", "pos", "entry", "rec", "name", "op", "args", "arg_shapes", "shape", "dtype", "saved")
+
+    @property
+    def where(self) -> str:
+        info = getattr(self.entry, "info", None)
+        return f"{os.path.basename(info.file)}:{info.line}" if info is not None else ""
+
+    @property
+    def bytes(self) -> int:
+        return sum(n for _, _, n, new in self.saved if new)
+
+
+def fmt_shape(shape) -> str:
+    """``(3,4)``, ``(4,)``, ``()``, or ``?`` when unknown.
+
+    >>> fmt_shape((3, 4)), fmt_shape((4,)), fmt_shape(None)
+    ('(3,4)', '(4,)', '?')
+    """
+    if shape is None:
+        return "?"
+    return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def fmt_bytes(n: int) -> str:
+    """Bytes in binary units: ``96 B``, ``1.5 KiB``, ``3.0 MiB``.
+
+    >>> fmt_bytes(96), fmt_bytes(1536)
+    ('96 B', '1.5 KiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # unreachable
+
+
+def _value_shape(v):
+    if isinstance(v, (int, float, np.number)):
+        return (), np.asarray(v).dtype
+    if isinstance(v, np.ndarray):
+        return v.shape, v.dtype
+    if isinstance(v, Shape):
+        return v.shape, v.dtype
+    return None
+
+
+def analyse(tape) -> list[Row]:
+    """The live entries of ``tape`` as rows, in execution order (see the module docstring)."""
+    live = [(pos, e, e.rec) for pos, e in enumerate(tape._entries) if e.rec is not None]
+    names: dict = {}
+    known: dict = {}  # node or leaf -> (shape, dtype)
+    for k, (_, e, rec) in enumerate(live):
+        node = e()
+        if node is not None:
+            names[node] = f"t{k}"
+        info = getattr(e, "info", None)
+        if info is not None and node is not None:
+            known[node] = (info.shape, info.dtype)
+        elif rec[3] is not None and node is not None:
+            known[node] = (rec[3].shape, rec[3].dtype)
+        for i, (src, v) in enumerate(zip(rec[1], rec[2])):  # a consumer tells its inputs' shapes
+            if src.__class__ is Node and src not in known:
+                if _value_shape(v):
+                    known[src] = _value_shape(v)
+                elif rec[4] is not None and rec[4][i] is not None:
+                    known[src] = (rec[4][i], None)
+    leaves = others = 0
+    rows = []
+    for k, (pos, e, rec) in enumerate(live):
+        op, srcs, vals, ans, shapes, params, _, mask = rec
+        row = Row()
+        row.index, row.pos, row.entry, row.rec, row.name, row.op = k, pos, e, rec, f"t{k}", op.name
+        args, arg_shapes = [], []
+        for i, src in enumerate(srcs):
+            v = vals[i] if i < len(vals) else None
+            if src is None:
+                if isinstance(v, (int, float, np.number)) or (isinstance(v, np.ndarray) and v.size == 1):
+                    args.append(f"{np.asarray(v).item():g}")
+                else:
+                    args.append("const")
+            elif src.__class__ is Node:
+                if src not in names:
+                    names[src] = f"ext{others}"
+                    others += 1
+                args.append(names[src])
+            else:
+                if src not in names:
+                    names[src] = src.name or f"in{leaves}"
+                    leaves += src.name is None
+                    known[src] = (src.shape, src.dtype)
+                args.append(names[src])
+            sd = known.get(src) if src is not None else None
+            sd = sd or _value_shape(v)
+            if sd is None and shapes is not None and shapes[i] is not None:
+                sd = (shapes[i], None)
+            arg_shapes.append(sd[0] if sd else None)
+        row.args, row.arg_shapes = args, arg_shapes
+        node = e()
+        out = known.get(node) if node is not None else None
+        if out is None and op.broadcast:
+            out = _broadcast_out(srcs, mask, shapes, arg_shapes, known)
+        row.shape, row.dtype = out if out else (None, None)
+        if node is not None and out:
+            known[node] = out
+        row.saved = []
+        for i, v in enumerate(vals):
+            if isinstance(v, np.ndarray):
+                row.saved.append([args[i], v, v.nbytes, True])
+        if ans is not None:
+            row.saved.append([row.name, ans, ans.nbytes, True])
+        rows.append(row)
+    seen = set()
+    for row in rows:  # an array kept by several entries counts once, where it is first kept
+        for item in row.saved:
+            item[3] = id(item[1]) not in seen
+            seen.add(id(item[1]))
+    return rows
+
+
+def _broadcast_out(srcs, mask, shapes, arg_shapes, known):
+    try:
+        if shapes is None:  # no recorded input broadcast: each has the output's shape
+            for i, src in enumerate(srcs):
+                if (mask >> i) & 1 and known.get(src):
+                    return known[src]
+            return None
+        out = np.broadcast_shapes(*[s for s in shapes if s is not None])
+        dtypes = [known[s][1] for i, s in enumerate(srcs) if (mask >> i) & 1 and known.get(s)]
+        return out, (dtypes[0] if dtypes else None)
+    except ValueError:
+        return None
+
+
+def _call(row) -> str:
+    return f"{row.name} = {row.op}({', '.join(row.args)})"
+
+
+def _signature(row) -> str:
+    return ", ".join(fmt_shape(s) for s in row.arg_shapes) + " -> " + fmt_shape(row.shape)
+
+
+def _saved(row) -> str:
+    if not row.saved:
+        return "saved: -"
+    return "saved: " + ", ".join(label for label, _, _, _ in row.saved) + f" ({fmt_bytes(row.bytes)})"
+
+
+def _columns(lines) -> list[str]:
+    widths = [max(len(cells[i]) for cells in lines) for i in range(len(lines[0]))] if lines else []
+    return ["  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() for cells in lines]
+
+
+def format_tape(tape, limit: int | None = 40) -> str:
+    """The tape as numbered SSA lines, then totals; tapes longer than ``limit`` show their head, tail and
+    a count per op (``limit=None`` shows every line). ``print(t)`` and ``str(t)`` call this.
+
+    >>> import tapegrad as tg
+    >>> W = tg.Tensor([1.0, 2.0], requires_grad=True, name="W")
+    >>> with tg.tape.record() as t:
+    ...     y = (W * W).sum()
+    >>> print(t)  # doctest: +NORMALIZE_WHITESPACE
+    Tape (recording, 2 entries)
+      0  t0 = multiply(W, W)  (2,), (2,) -> (2,)  saved: W, W (16 B)
+      1  t1 = sum(t0)         (2,) -> ?           saved: -
+    2 entries, 1 leaf (W), saved 16 B in 1 array
+    shapes marked ? are not kept by a plain tape: record(track_source=True) keeps them
+    """
+    rows = analyse(tape)
+    head = f"Tape ({tape.state}, {len(rows)} entries{', persistent' if tape.persistent else ''})"
+    if not rows:
+        return head
+    shown = rows if limit is None or len(rows) <= limit else rows[: limit * 2 // 3] + rows[-(limit // 3) :]
+    cells = [[f"{r.index:>3}", _call(r), _signature(r), _saved(r), r.where] for r in shown]
+    lines = _columns(cells)
+    if len(shown) < len(rows):
+        cut = limit * 2 // 3
+        lines.insert(cut, f"     ... {len(rows) - len(shown)} entries not shown (format_tape(t, limit=None)) ...")
+    lines.insert(0, head)
+    lines.append(_totals(rows))
+    if len(shown) < len(rows):
+        counts: dict = {}
+        for r in rows:
+            counts[r.op] = counts.get(r.op, 0) + 1
+        lines.append("ops: " + ", ".join(f"{op} x{n}" for op, n in sorted(counts.items(), key=lambda kv: -kv[1])))
+    if any(r.shape is None for r in rows):
+        lines.append("shapes marked ? are not kept by a plain tape: record(track_source=True) keeps them")
+    return "\n".join(lines)
+
+
+def _leaf_names(rows):
+    out = []
+    for r in rows:
+        for src, name in zip(r.rec[1], r.args):
+            if isinstance(src, Tensor) and name not in out:
+                out.append(name)
+    return out
+
+
+def _totals(rows) -> str:
+    leaves = _leaf_names(rows)
+    arrays = sum(1 for r in rows for item in r.saved if item[3])
+    total = sum(r.bytes for r in rows)
+    leaf = f"{len(leaves)} lea{'f' if len(leaves) == 1 else 'ves'} ({', '.join(leaves)})"
+    return f"{len(rows)} entries, {leaf}, saved {fmt_bytes(total)} in {arrays} array{'s' * (arrays != 1)}"
+
+
+def _nbytes(shape_dtype):
+    if not shape_dtype or shape_dtype[0] is None or shape_dtype[1] is None:
+        return 0
+    shape, dtype = shape_dtype
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def _backward_peak(rows) -> int:
+    """Saved bytes still held plus gradients in flight, at the worst step of a replay from the last entry."""
+    free_at: dict = {}  # row index at which each saved array is released (its first holder, replayed last)
+    for r in rows:
+        for _, _, n, new in r.saved:
+            if new:
+                free_at[r.index] = free_at.get(r.index, 0) + n
+    held = sum(free_at.values())
+    sizes: dict = {}
+    for r in rows:
+        node = r.entry()
+        if node is not None:
+            sizes[node] = _nbytes((r.shape, r.dtype))
+        for src in r.rec[1]:
+            if isinstance(src, Tensor):
+                sizes[src] = src._data.nbytes
+    if not rows:
+        return 0
+    last = rows[-1].entry()
+    inflight = {last: sizes.get(last, 0)} if last is not None else {}
+    flying = sum(inflight.values())
+    peak = held + flying
+    for r in reversed(rows):
+        node = r.entry()
+        g = inflight.pop(node, None) if node is not None else None
+        if g is not None:
+            mask = r.rec[7]
+            for i, src in enumerate(r.rec[1]):
+                if (mask >> i) & 1 and src not in inflight:
+                    inflight[src] = sizes.get(src, 0)
+                    flying += inflight[src]
+            peak = max(peak, held + flying)  # the rule ran: its output's gradient is still alive
+            flying -= g
+        held -= free_at.get(r.index, 0)
+    return peak
+
+
+def stats(tape) -> dict:
+    """The figures of :func:`memory_report` as a dict: ``entries``, ``saved_bytes``, ``saved_arrays``,
+    ``peak_bytes`` (saved values plus gradients in flight at the worst step of the replay, an estimate),
+    ``largest`` (the five largest saved arrays), ``per_op`` (count and bytes) and ``rows`` (one per entry).
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.tape.record() as t:
+    ...     y = tg.exp(x).sum()
+    >>> s = t.stats(); s["entries"], s["saved_bytes"], s["per_op"]["exp"]
+    (2, 16, {'count': 1, 'saved_bytes': 16})
+    """
+    rows = analyse(tape)
+    out_rows, running, per_op, arrays = [], 0, {}, []
+    for r in rows:
+        running += r.bytes
+        saved = [
+            {"array": label, "shape": arr.shape, "dtype": str(arr.dtype), "bytes": n, "shared": not new}
+            for label, arr, n, new in r.saved
+        ]
+        out_rows.append(
+            {
+                "index": r.index,
+                "name": r.name,
+                "op": r.op,
+                "source": r.where or None,
+                "shape": r.shape,
+                "dtype": None if r.dtype is None else str(r.dtype),
+                "saved": saved,
+                "bytes": r.bytes,
+                "running": running,
+            }
+        )
+        d = per_op.setdefault(r.op, {"count": 0, "saved_bytes": 0})
+        d["count"] += 1
+        d["saved_bytes"] += r.bytes
+        arrays += [dict(s, entry=r.index, op=r.op) for s in saved if not s["shared"]]
+    arrays.sort(key=lambda a: -a["bytes"])
+    return {
+        "entries": len(rows),
+        "saved_bytes": running,
+        "saved_arrays": len(arrays),
+        "peak_bytes": _backward_peak(rows),
+        "largest": arrays[:5],
+        "per_op": per_op,
+        "rows": out_rows,
+    }
+
+
+def memory_report(tape) -> str:
+    """A table of what each entry keeps for backward, with a running total, then the total, the peak and the
+    largest saved arrays (``t.memory_report()``; the same figures as :func:`stats`).
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
+    >>> with tg.tape.record(track_source=True) as t:
+    ...     y = tg.exp(x).sum()
+    >>> print(t.memory_report())  # doctest: +ELLIPSIS
+      #  op   output        source  saved      bytes  total
+      0  exp  (2,) float64  ...     t0 (2,)    16 B   16 B
+      1  sum  () float64    ...     -          0 B    16 B
+    saved: 16 B in 1 array over 2 entries; peak while replaying (saved + gradients in flight): 48 B
+    largest saved arrays:
+      t0  kept by t0 = exp(x)  (2,) float64  16 B
+    """
+    s = stats(tape)
+    rows = analyse(tape)
+    cells = [["  #", "op", "output", "source", "saved", "bytes", "total"]]
+    for r, d in zip(rows, s["rows"]):
+        output = fmt_shape(r.shape) + (f" {r.dtype}" if r.dtype is not None else "")
+        saved = ", ".join(
+            f"{a['array']} {fmt_shape(a['shape'])}" + (" (shared)" if a["shared"] else "") for a in d["saved"]
+        )
+        cells.append(
+            [f"{r.index:>3}", r.op, output, r.where, saved or "-", fmt_bytes(d["bytes"]), fmt_bytes(d["running"])]
+        )
+    lines = _columns(cells)
+    n = s["saved_arrays"]
+    lines.append(
+        f"saved: {fmt_bytes(s['saved_bytes'])} in {n} array{'s' * (n != 1)} over {s['entries']} entries; "
+        f"peak while replaying (saved + gradients in flight): {fmt_bytes(s['peak_bytes'])}"
+    )
+    if s["largest"]:
+        lines.append("largest saved arrays:")
+        big = [
+            [
+                f"  {a['array']}  kept by {_call(rows[a['entry']])}",
+                f"{fmt_shape(a['shape'])} {a['dtype']}",
+                fmt_bytes(a["bytes"]),
+            ]
+            for a in s["largest"]
+        ]
+        lines += _columns(big)
+    return "\n".join(lines)

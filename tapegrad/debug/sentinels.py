@@ -1,0 +1,145 @@
+"""Leak sentinels: warnings for the patterns that keep memory or silently stop gradients.
+
+- **A value carried over from an earlier tape** (``total_loss = total_loss + loss`` inside the block, a tensor
+  from the previous step reused): the op is recorded on the current tape but the gradient never flows back
+  into the earlier one. :class:`TapeLeakWarning`, once per call site; write ``loss.item()`` to keep a number,
+  or ``x.detach()`` to use the value as a constant. The check on the recording path is one identity
+  comparison per recorded input; everything else runs only on a mismatch.
+- **A tape dropped without a replay** while it still held more than :func:`set_leak_threshold` bytes (64 MiB
+  unless changed) of saved values, because its outputs were still alive: e.g. losses kept in a list with no
+  ``backward()``, or a model's outputs recorded for evaluation and kept. Everything was held until the drop
+  for nothing. :class:`TapeLeakWarning`, once per ``record()`` site. Persistent tapes are never reported; a
+  tape whose outputs all died first holds nothing by then (its entries were freed as they died).
+- **An escape**: ``np.asarray(x)`` or ``x.numpy()`` on a tensor being recorded, inside ``record()``, silently
+  stops the gradient there. :class:`TapeEscapeWarning`, once per call site; ``x.data`` says it on purpose.
+- :func:`live_tapes` lists the tapes still alive, with their sizes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import warnings
+import weakref
+from typing import NamedTuple
+
+from ..tape import Tape, _state
+from .anomaly import user_frame
+from .reading import fmt_bytes
+
+__all__ = ["TapeLeakWarning", "TapeEscapeWarning", "live_tapes", "set_leak_threshold", "LiveTape"]
+
+
+class TapeLeakWarning(UserWarning):
+    """A pattern that keeps recorded values alive for nothing, or cuts a gradient without saying so."""
+
+
+class TapeEscapeWarning(UserWarning):
+    """A tensor being recorded was turned into a raw NumPy array: the gradient stops there."""
+
+
+_threshold = 64 * 2**20
+_warned: set = set()  # (category, file, line): each site warns once
+
+
+def set_leak_threshold(nbytes: int | None) -> int | None:
+    """Warn when a tape dropped unreplayed held more than ``nbytes`` (None: never); returns the previous value.
+
+    >>> from tapegrad.debug import set_leak_threshold
+    >>> old = set_leak_threshold(1024); set_leak_threshold(old)
+    1024
+    """
+    global _threshold
+    old, _threshold = _threshold, nbytes
+    return old
+
+
+def _warn_once(message, category, filename, lineno, module=None):
+    key = (category, filename, lineno)
+    if key in _warned:
+        return
+    _warned.add(key)
+    # module=None would silence the warning: name the file's module as warnings.warn does
+    module = module or os.path.splitext(os.path.basename(filename))[0]
+    warnings.warn_explicit(message, category, filename, lineno, module=module)
+
+
+def _here():
+    f = user_frame(sys._getframe(2))
+    return (f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__")) if f else ("?", 0, None)
+
+
+def _warn_cross_tape(op, ref):
+    state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
+    filename, lineno, module = _here()
+    _warn_once(
+        f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
+        "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
+        "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
+        TapeLeakWarning,
+        filename,
+        lineno,
+        module,
+    )
+
+
+def _dropped_unreplayed(tape):
+    if _threshold is None or tape._site is None:
+        return
+    nbytes = tape.saved_bytes()
+    if nbytes <= _threshold:
+        return
+    filename, lineno = tape._site
+    _warn_once(
+        f"a tape recorded here was dropped without backward() or gradient() while it held {fmt_bytes(nbytes)} "
+        "of saved values. Call backward() on the loss, or compute values you do not differentiate outside "
+        "record() (or inside tape.stop_recording()); tapegrad.debug.set_leak_threshold() changes this limit",
+        TapeLeakWarning,
+        filename,
+        lineno,
+    )
+
+
+def _escape(tensor, how):
+    if not _state.active:
+        return
+    f = sys._getframe(2)
+    if user_frame(f) is not f:  # tapegrad's own code steps outside on purpose
+        return
+    _warn_once(
+        f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
+        "what is computed from it. Use tapegrad ops to stay on the tape, or `x.data` to step outside on purpose",
+        TapeEscapeWarning,
+        f.f_code.co_filename,
+        f.f_lineno,
+        f.f_globals.get("__name__"),
+    )
+
+
+class LiveTape(NamedTuple):
+    """One tape still alive: a weak reference to it, its state, live entries, saved bytes and record() site."""
+
+    ref: weakref.ref
+    state: str
+    entries: int
+    saved_bytes: int
+    site: tuple | None
+
+
+def live_tapes() -> list:
+    """The tapes not yet collected, largest first (weak references: listing them keeps none alive). It walks
+    the garbage collector's objects, so it takes a moment in a large program; recording pays nothing for it.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.debug import live_tapes
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.tape.record() as t:
+    ...     y = (x * x).sum()
+    >>> [(lt.entries, lt.saved_bytes) for lt in live_tapes() if lt.ref() is t]
+    [(2, 16)]
+    """
+    # The garbage collector's list, rather than a registry every new tape would pay for.
+    tapes = [t for t in gc.get_objects() if isinstance(t, Tape)]
+    out = [LiveTape(weakref.ref(t), t.state, len(t), t.saved_bytes(), t._site) for t in tapes]
+    return sorted(out, key=lambda lt: -lt.saved_bytes)
