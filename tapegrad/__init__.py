@@ -19,6 +19,7 @@ from . import tape
 
 # isort: on
 from . import nn, optim
+from . import debug, viz  # noqa: I001  (after the engine: they read it)
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .ops import (
     absolute,
@@ -94,6 +95,8 @@ __all__ = [
     "Tensor",
     "tensor",
     "tape",
+    "debug",
+    "viz",
     "record",
     "stop_recording",
     "stop_gradient",
