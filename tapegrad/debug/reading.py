@@ -168,7 +168,8 @@ def _signature(row) -> str:
 def _saved(row) -> str:
     if not row.saved:
         return "saved: -"
-    return "saved: " + ", ".join(label for label, _, _, _ in row.saved) + f" ({fmt_bytes(row.bytes)})"
+    size = fmt_bytes(row.bytes) if row.bytes else "kept already"
+    return "saved: " + ", ".join(label for label, _, _, _ in row.saved) + f" ({size})"
 
 
 def _columns(lines) -> list[str]:
