@@ -429,6 +429,8 @@ class Tape:
                 continue
             if found is not None:
                 if key in wanted:
+                    if _hooks_on and getattr(key, "_hooks", None):  # a leaf's hooks see gradient() too
+                        g = _run_hooks(key._hooks, g)
                     found[key] = g if create_graph else _fresh(g, key._data.dtype, _getrefcount(g) - 1)
             elif leaves and key.requires_grad:
                 if not create_graph:
@@ -737,6 +739,12 @@ def _run_hooks(hooks, g):
     for fn in list(hooks.values()):
         r = fn(g)
         if r is not None:
+            if getattr(r, "shape", None) != g.shape:
+                raise ValueError(
+                    f"a gradient hook ({getattr(fn, '__name__', fn)}) returned {type(r).__name__} of shape "
+                    f"{getattr(r, 'shape', None)} for a gradient of shape {g.shape}: return None or a replacement "
+                    "of the same shape"
+                )
             g = r
     return g
 
