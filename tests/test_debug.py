@@ -405,3 +405,21 @@ def test_hooks_see_the_gradient_can_replace_it_and_keep_no_tape_alive():
     handle.remove()
     gc.collect()
     assert fn_ref() is None and h is not None
+
+
+def test_a_leaf_hook_also_sees_gradient_and_a_wrong_shape_is_refused():
+    x = tg.Tensor([1.0, -2.0], requires_grad=True)
+    seen = []
+    handle = x.register_hook(lambda g: seen.append(g.copy()) or g * 10)
+    with tape.record() as t:
+        y = (3 * x).sum()
+    np.testing.assert_allclose(t.gradient(y, x), [30.0, 30.0])
+    np.testing.assert_allclose(seen[0], [3.0, 3.0])
+    handle.remove()
+    x.register_hook(lambda g: g.sum())
+    with tape.record():
+        y = (3 * x).sum()
+    with pytest.raises(
+        ValueError, match=r"hook \(<lambda>\) returned float64 of shape \(\) for a gradient of shape \(2,\)"
+    ):
+        y.backward()
