@@ -1,7 +1,7 @@
 """Read the tape of the quick start's model: the Wengert list, the backward trace, the memory report, a drawing.
 
-    python examples/reading_the_tape.py            # prints the three views (the README shows this output)
-    python examples/reading_the_tape.py --render docs/tape.svg   # also draws it (needs tapegrad[viz], Graphviz)
+python examples/reading_the_tape.py            # prints the three views (the README shows this output)
+python examples/reading_the_tape.py --render docs/tape.svg   # also draws it (needs tapegrad[viz], Graphviz)
 """
 
 import argparse

@@ -18,8 +18,7 @@ from .tensor import Tensor, tensor  # first: the ops and the tape build on the T
 from . import tape
 
 # isort: on
-from . import nn, optim
-from . import debug, viz  # noqa: I001  (after the engine: they read it)
+from . import debug, nn, optim, viz  # after the engine: they build on it
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .ops import (
     absolute,

@@ -131,9 +131,9 @@ class detect_anomaly:
     Tapes recorded inside the block behave as ``record(detect_anomaly=True)``; tapes already recording start
     checking the ops recorded from now on; every replay inside the block checks its gradients.
 
-    >>> import tapegrad as tg
+    >>> import numpy as np, tapegrad as tg
     >>> x = tg.Tensor([-1.0], requires_grad=True)
-    >>> with tg.detect_anomaly(), tg.tape.record():
+    >>> with np.errstate(invalid="ignore"), tg.detect_anomaly(), tg.tape.record():
     ...     y = tg.log(x)
     Traceback (most recent call last):
     ...
@@ -171,9 +171,9 @@ def find_nonfinite(tape) -> list:
     A value counts for the entry that produced it: an input saved by a later entry is traced to its producer.
     Only saved values can be inspected; ``detect_anomaly=True`` checks every value as it is made.
 
-    >>> import tapegrad as tg
+    >>> import numpy as np, tapegrad as tg
     >>> x = tg.Tensor([4.0, -1.0], requires_grad=True, name="x")
-    >>> with tg.tape.record(persistent=True) as t:
+    >>> with np.errstate(invalid="ignore"), tg.tape.record(persistent=True) as t:
     ...     y = (tg.sqrt(x) * 2).sum()
     >>> [(f.index, f.call) for f in t.find_nonfinite()]
     [(0, 't0 = sqrt(x)')]
