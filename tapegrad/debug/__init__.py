@@ -1,7 +1,7 @@
 """Seeing the tape: what it recorded, what it keeps, where a NaN came from, and what leaks.
 
 - ``print(t)``: the tape as numbered SSA lines (:func:`format_tape`); ``t.memory_report()`` and ``t.stats()``:
-  what each entry keeps for backward (:mod:`tapegrad.debug.reading`).
+  what each entry keeps for backward (:mod:`tapegrad.debug.reading`, :mod:`tapegrad.debug.memory`).
 - ``loss.backward(trace=True)``: the replay as adjoint updates (:mod:`tapegrad.debug.trace`).
 - ``record(detect_anomaly=True)``, :class:`detect_anomaly`, ``t.find_nonfinite()``: NaN provenance
   (:mod:`tapegrad.debug.anomaly`).
@@ -17,7 +17,8 @@
 """
 
 from .anomaly import AnomalyError, Nonfinite, detect_anomaly, find_nonfinite, instrument
-from .reading import format_tape, memory_report, stats
+from .memory import memory_report, stats
+from .reading import format_tape
 from .sentinels import (
     LiveTape,
     TapeEscapeWarning,

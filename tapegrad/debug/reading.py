@@ -1,7 +1,7 @@
-"""Reading a tape: its entries as numbered SSA lines, and what each one keeps alive.
+"""Reading a tape: its entries as numbered SSA lines.
 
 ``analyse(tape)`` turns the live entries into rows (name, op, operands, shapes, saved arrays, source line);
-``format_tape`` prints them, ``stats`` and ``memory_report`` add up their bytes. Names are stable per tape:
+``format_tape`` prints them; :mod:`tapegrad.debug.memory` adds up their bytes. Names are stable per tape:
 the value of the k-th live entry is ``tk``, a leaf is shown by its ``name`` (``in0``, ``in1``... when it has
 none), a constant by its value when the tape kept it. A tape recorded with ``track_source=True`` (or
 ``detect_anomaly=True``) knows every output's shape and dtype and the line that called each op; otherwise
@@ -18,7 +18,7 @@ from ..registry import Shape
 from ..tape import Node
 from ..tensor import Tensor
 
-__all__ = ["format_tape", "memory_report", "stats", "fmt_shape", "fmt_bytes"]
+__all__ = ["analyse", "format_tape", "fmt_shape", "fmt_bytes"]
 
 
 class Row:
@@ -229,143 +229,3 @@ def _totals(rows) -> str:
     total = sum(r.bytes for r in rows)
     leaf = f"{len(leaves)} lea{'f' if len(leaves) == 1 else 'ves'} ({', '.join(leaves)})"
     return f"{len(rows)} entries, {leaf}, saved {fmt_bytes(total)} in {arrays} array{'s' * (arrays != 1)}"
-
-
-def _nbytes(shape_dtype):
-    if not shape_dtype or shape_dtype[0] is None or shape_dtype[1] is None:
-        return 0
-    shape, dtype = shape_dtype
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-
-
-def _backward_peak(rows) -> int:
-    """Saved bytes still held plus gradients in flight, at the worst step of a replay from the last entry."""
-    free_at: dict = {}  # row index at which each saved array is released (its first holder, replayed last)
-    for r in rows:
-        for _, _, n, new in r.saved:
-            if new:
-                free_at[r.index] = free_at.get(r.index, 0) + n
-    held = sum(free_at.values())
-    sizes: dict = {}
-    for r in rows:
-        node = r.entry()
-        if node is not None:
-            sizes[node] = _nbytes((r.shape, r.dtype))
-        for src in r.rec[1]:
-            if isinstance(src, Tensor):
-                sizes[src] = src._data.nbytes
-    if not rows:
-        return 0
-    last = rows[-1].entry()
-    inflight = {last: sizes.get(last, 0)} if last is not None else {}
-    flying = sum(inflight.values())
-    peak = held + flying
-    for r in reversed(rows):
-        node = r.entry()
-        g = inflight.pop(node, None) if node is not None else None
-        if g is not None:
-            mask = r.rec[7]
-            for i, src in enumerate(r.rec[1]):
-                if (mask >> i) & 1 and src not in inflight:
-                    inflight[src] = sizes.get(src, 0)
-                    flying += inflight[src]
-            peak = max(peak, held + flying)  # the rule ran: its output's gradient is still alive
-            flying -= g
-        held -= free_at.get(r.index, 0)
-    return peak
-
-
-def stats(tape) -> dict:
-    """The figures of :func:`memory_report` as a dict: ``entries``, ``saved_bytes``, ``saved_arrays``,
-    ``peak_bytes`` (saved values plus gradients in flight at the worst step of the replay, an estimate),
-    ``largest`` (the five largest saved arrays), ``per_op`` (count and bytes) and ``rows`` (one per entry).
-
-    >>> import tapegrad as tg
-    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
-    >>> with tg.tape.record() as t:
-    ...     y = tg.exp(x).sum()
-    >>> s = t.stats(); s["entries"], s["saved_bytes"], s["per_op"]["exp"]
-    (2, 16, {'count': 1, 'saved_bytes': 16})
-    """
-    rows = analyse(tape)
-    out_rows, running, per_op, arrays = [], 0, {}, []
-    for r in rows:
-        running += r.bytes
-        saved = [
-            {"array": label, "shape": arr.shape, "dtype": str(arr.dtype), "bytes": n, "shared": not new}
-            for label, arr, n, new in r.saved
-        ]
-        out_rows.append(
-            {
-                "index": r.index,
-                "name": r.name,
-                "op": r.op,
-                "source": r.where or None,
-                "shape": r.shape,
-                "dtype": None if r.dtype is None else str(r.dtype),
-                "saved": saved,
-                "bytes": r.bytes,
-                "running": running,
-            }
-        )
-        d = per_op.setdefault(r.op, {"count": 0, "saved_bytes": 0})
-        d["count"] += 1
-        d["saved_bytes"] += r.bytes
-        arrays += [dict(s, entry=r.index, op=r.op) for s in saved if not s["shared"]]
-    arrays.sort(key=lambda a: -a["bytes"])
-    return {
-        "entries": len(rows),
-        "saved_bytes": running,
-        "saved_arrays": len(arrays),
-        "peak_bytes": _backward_peak(rows),
-        "largest": arrays[:5],
-        "per_op": per_op,
-        "rows": out_rows,
-    }
-
-
-def memory_report(tape) -> str:
-    """A table of what each entry keeps for backward, with a running total, then the total, the peak and the
-    largest saved arrays (``t.memory_report()``; the same figures as :func:`stats`).
-
-    >>> import tapegrad as tg
-    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
-    >>> with tg.tape.record(track_source=True) as t:
-    ...     y = tg.exp(x).sum()
-    >>> print(t.memory_report())  # doctest: +ELLIPSIS
-      #  op   output        source  saved      bytes  total
-      0  exp  (2,) float64  ...     t0 (2,)    16 B   16 B
-      1  sum  () float64    ...     -          0 B    16 B
-    saved: 16 B in 1 array over 2 entries; peak while replaying (saved + gradients in flight): 48 B
-    largest saved arrays:
-      t0  kept by t0 = exp(x)  (2,) float64  16 B
-    """
-    s = stats(tape)
-    rows = analyse(tape)
-    cells = [["  #", "op", "output", "source", "saved", "bytes", "total"]]
-    for r, d in zip(rows, s["rows"]):
-        output = fmt_shape(r.shape) + (f" {r.dtype}" if r.dtype is not None else "")
-        saved = ", ".join(
-            f"{a['array']} {fmt_shape(a['shape'])}" + (" (shared)" if a["shared"] else "") for a in d["saved"]
-        )
-        cells.append(
-            [f"{r.index:>3}", r.op, output, r.where, saved or "-", fmt_bytes(d["bytes"]), fmt_bytes(d["running"])]
-        )
-    lines = _columns(cells)
-    n = s["saved_arrays"]
-    lines.append(
-        f"saved: {fmt_bytes(s['saved_bytes'])} in {n} array{'s' * (n != 1)} over {s['entries']} entries; "
-        f"peak while replaying (saved + gradients in flight): {fmt_bytes(s['peak_bytes'])}"
-    )
-    if s["largest"]:
-        lines.append("largest saved arrays:")
-        big = [
-            [
-                f"  {a['array']}  kept by {_call(rows[a['entry']])}",
-                f"{fmt_shape(a['shape'])} {a['dtype']}",
-                fmt_bytes(a["bytes"]),
-            ]
-            for a in s["largest"]
-        ]
-        lines += _columns(big)
-    return "\n".join(lines)
