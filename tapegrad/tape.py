@@ -425,13 +425,14 @@ class Tape:
         # What is left are leaves (and nodes of other tapes, which this replay does not reach through).
         while grads:
             key, g = grads.popitem()
-            if key.__class__ is Node:
-                continue
             if found is not None:
-                if key in wanted:
+                if key in wanted:  # a leaf, or a value an outer tape recorded (a node this tape never produced)
                     if _hooks_on and getattr(key, "_hooks", None):  # a leaf's hooks see gradient() too
                         g = _run_hooks(key._hooks, g)
-                    found[key] = g if create_graph else _fresh(g, key._data.dtype, _getrefcount(g) - 1)
+                    dtype = g.dtype if key.__class__ is Node else key._data.dtype
+                    found[key] = g if create_graph else _fresh(g, dtype, _getrefcount(g) - 1)
+            elif key.__class__ is Node:
+                continue
             elif leaves and key.requires_grad:
                 if not create_graph:
                     g = _fresh(g, key._data.dtype, _getrefcount(g) - 1)

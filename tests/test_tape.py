@@ -490,3 +490,42 @@ def test_gradient_is_differentiable_in_a_tensor_output_gradient():
         s = (vjp * w).sum()
     (jw,) = outer.gradient(s, [u])
     np.testing.assert_allclose(jw, (np.cos(x.data) * x.data + np.sin(x.data)) * w)
+
+
+# -- gradient(): the functional transforms build on it -------------------------------------------------
+def test_gradient_on_a_persistent_tape_for_several_targets_equals_backward():
+    x, y = leaf([0.5, -1.0, 2.0]), leaf([1.5, 0.25, -0.5])
+    with tape.record(persistent=True) as t:
+        a = square(x * y).sum()
+        b = scale(tg.sin(x)).sum()
+        c = x * y
+    ga = t.gradient(a, {"x": x, "y": y})
+    gb = t.gradient(b, [x, y])
+    v = np.array([1.0, -2.0, 0.5])
+    gc_ = t.gradient(c, (x, y), output_gradients=v)
+    gboth = t.gradient([a, b], [x, y])
+    assert x.grad is None and y.grad is None  # gradient() never writes .grad
+    for target, seed, got in [(a, None, [ga["x"], ga["y"]]), (b, None, gb), (c, v, list(gc_))]:
+        x.grad = y.grad = None
+        target.backward(seed)
+        np.testing.assert_allclose(got[0], x.grad)
+        assert (got[1] is None) == (y.grad is None)  # b does not depend on y: None both ways
+        if got[1] is not None:
+            np.testing.assert_allclose(got[1], y.grad)
+    assert gb[1] is None
+    np.testing.assert_allclose(gboth[0], ga["x"] + gb[0])
+    np.testing.assert_allclose(gboth[1], ga["y"])
+    t.release()
+    assert len(t) == 0 and t.saved_bytes() == 0
+
+
+def test_gradient_with_respect_to_a_value_an_outer_tape_recorded():
+    x = leaf([1.0, 2.0])
+    with tape.record() as outer:
+        h = scale(x)  # recorded on outer only
+        with tape.record() as inner:
+            y = square(h).sum()
+        gh = inner.gradient(y, h)  # d y / d h = 2h, and differentiable in x through h
+        s = gh.sum()
+    np.testing.assert_allclose(gh.numpy(), 2 * 3 * x.data)
+    np.testing.assert_allclose(outer.gradient(s, x), [6.0, 6.0])  # d(sum 2h)/dx = 2 * 3
