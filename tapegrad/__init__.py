@@ -20,6 +20,7 @@ from . import tape
 # isort: on
 from . import debug, nn, optim, viz  # after the engine: they build on it
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
+from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .ops import (
     absolute,
     add,
@@ -119,6 +120,13 @@ __all__ = [
     "defop",
     "defnondiff",
     "unbroadcast",
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jvp",
+    "jacobian",
+    "hessian",
+    "hvp",
     "abs",
     "absolute",
     "add",

@@ -1,0 +1,72 @@
+"""Nested containers of arrays ("pytrees"): flatten to a list of leaves and rebuild the same structure.
+
+Containers are lists, tuples (named tuples too) and dicts (in insertion order); ``None`` is an empty
+container. Leaves are tensors, arrays, NumPy scalars and Python numbers; anything else is refused by name,
+so a typo in an argument fails here and not deep inside a transform.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .tensor import Tensor
+
+_LEAF = "*"
+
+
+def is_leaf(x) -> bool:
+    """Whether ``x`` is a leaf: a tensor, an array, a NumPy scalar or a Python number (bool excluded)."""
+    return isinstance(x, (Tensor, np.ndarray, np.generic)) or (
+        isinstance(x, numbers.Number) and not isinstance(x, bool)
+    )
+
+
+def tree_flatten(tree, what: str = "argument"):
+    """The leaves of ``tree`` in order, and a spec that :func:`tree_unflatten` rebuilds it from.
+
+    >>> leaves, spec = tree_flatten({"a": 1.0, "b": [2.0, (3.0,)]})
+    >>> leaves
+    [1.0, 2.0, 3.0]
+    >>> tree_unflatten(spec, [10, 20, 30])
+    {'a': 10, 'b': [20, (30,)]}
+    """
+    leaves: list = []
+
+    def walk(node):
+        if is_leaf(node):
+            leaves.append(node)
+            return _LEAF
+        if node is None:
+            return None
+        if isinstance(node, (list, tuple)):
+            return (type(node), None, tuple(walk(c) for c in node))
+        if isinstance(node, dict):
+            return (type(node), tuple(node), tuple(walk(v) for v in node.values()))
+        raise TypeError(
+            f"{what}: cannot differentiate with respect to a {type(node).__name__}; pass arrays, tensors, "
+            "Python numbers, or lists/tuples/dicts of them"
+        )
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(spec, leaves):
+    """Rebuild the structure ``spec`` describes, with ``leaves`` in place of the original leaves."""
+    it = iter(leaves)
+
+    def build(s):
+        if s is _LEAF:
+            return next(it)
+        if s is None:
+            return None
+        kind, keys, children = s
+        values = [build(c) for c in children]
+        if keys is not None:
+            return kind(zip(keys, values))
+        if kind is not tuple and issubclass(kind, tuple):
+            return kind(*values)  # a named tuple
+        return kind(values)
+
+    return build(spec)

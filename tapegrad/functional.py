@@ -1,0 +1,373 @@
+"""Function transforms on top of the tape: grad, value_and_grad, vjp, jvp, jacobian, hessian, hvp.
+
+Contract
+--------
+- **Arguments** may be tensors, arrays, Python numbers, or lists/tuples/dicts of them. The arguments being
+  differentiated reach ``f`` as tensors (integer data becomes float64); the others are passed as given.
+  Gradients mirror the structure of their argument; Jacobians mirror the output's structure, with the
+  argument's structure at each output leaf and arrays of shape ``out.shape + arg.shape``.
+- **Results** are NumPy arrays. Called while a tape records (inside ``record()``, or inside another
+  transform) they are tensors recorded on it, so transforms compose: ``grad(grad(f))``,
+  ``hessian(f) == jacobian(jacobian(f))``.
+- **Tapes.** Each call records on tapes of its own and releases every one of them before returning, also
+  when ``f`` raises; the tape ``vjp`` returns inside ``vjp_fn`` is released when ``vjp_fn`` is dropped (or by
+  ``vjp_fn.release()``). A tape the thread kept for a later ``loss.backward()`` is kept through the call.
+- **Forward mode.** ``jvp`` uses the double-VJP trick rather than a tangent pass: ``u -> J^T u`` computed on
+  a recorded replay is linear in the cotangent ``u``, and its VJP with the tangent ``t`` is ``J t``. It costs
+  one forward and two reverse passes, and needs no second table of forward rules: every op whose rule is
+  written with ``xp`` (all built-in ops, and custom ops written that way) supports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from . import tape as _tape
+from ._tree import tree_flatten, tree_unflatten
+from .ops import reshape, stack
+from .registry import defop
+from .tape import Tape, TapeError, is_recording, record
+from .tensor import Tensor
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
+
+# Each differentiated leaf enters f through this op, so it is a value of the transform's own tape: the same
+# tensor passed twice gets two gradients, and f returning its argument still has a recorded output.
+_enter = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False)
+
+
+class _Scope:
+    """A tape of a transform's own: released on the way out, whatever happened, keeping the thread's pending tape."""
+
+    def __init__(self, persistent: bool = False):
+        self.tape = record(persistent=persistent)
+
+    def __enter__(self) -> Tape:
+        self._pending = _tape._state.pending
+        return self.tape
+
+    def __exit__(self, *exc) -> None:
+        self.tape.release()
+        pending = self._pending
+        if pending is not None and pending.state == "recording" and _tape._state.pending is None:
+            _tape._state.pending = pending
+
+
+def _argnums(argnums, what):
+    if isinstance(argnums, int):
+        return (argnums,), False
+    if isinstance(argnums, Sequence) and argnums and all(isinstance(i, int) for i in argnums):
+        return tuple(argnums), True
+    raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+
+
+def _as_tensor(leaf, what):
+    if isinstance(leaf, Tensor):
+        if leaf.dtype.kind not in "fc":
+            raise TypeError(
+                f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
+                "pass floating-point data, e.g. x.astype(np.float64)"
+            )
+        return leaf
+    a = np.asarray(leaf)
+    return Tensor(a if a.dtype.kind in "fc" else a.astype(np.float64))
+
+
+def _trace(t, f, args, kwargs, nums, what):
+    """Run ``f`` on ``t`` with the arguments at ``nums`` differentiable; return its result, their specs and leaves."""
+    args = list(args)
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"{what}: argnums {i} is out of range for a call with {len(args)} positional arguments")
+    specs, bases = [], []
+    for i in nums:
+        leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
+        specs.append((spec, len(leaves)))
+        bases.extend(_as_tensor(leaf, what) for leaf in leaves)
+    with t:
+        t.watch(*[b for b in bases if b._node is None])
+        xs = [_enter(b) for b in bases]
+        k = 0
+        for i, (spec, n) in zip(nums, specs):
+            args[i] = tree_unflatten(spec, xs[k : k + n])
+            k += n
+        res = f(*args, **kwargs)
+    return res, specs, xs
+
+
+def _per_argument(specs, flat, many):
+    trees, k = [], 0
+    for spec, n in specs:
+        trees.append(tree_unflatten(spec, flat[k : k + n]))
+        k += n
+    return tuple(trees) if many else trees[0]
+
+
+def _split_aux(res, has_aux, what):
+    if not has_aux:
+        return res, None
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise TypeError(f"{what}: has_aux=True needs f to return a pair (output, aux), got {type(res).__name__}")
+    return res[0], res[1]
+
+
+def _connected(o) -> bool:
+    # Everything computed from a differentiated argument was recorded (each one is a node of the tape).
+    return isinstance(o, Tensor) and o._node is not None
+
+
+def _finish(tree, recording):
+    """Results leave as arrays, or as (recorded) tensors while an outer tape records."""
+    if recording:
+        return tree
+    leaves, spec = tree_flatten(tree, "result")
+    # NumPy gives 0-d results as scalars (np.float64); return arrays throughout.
+    return tree_unflatten(spec, [np.asarray(x._data if isinstance(x, Tensor) else x) for x in leaves])
+
+
+def _aux_out(aux, recording):
+    if aux is None or recording:
+        return aux
+    try:
+        return _finish(aux, recording)
+    except TypeError:
+        return aux  # aux may hold anything (strings, objects): leave what is not an array as it is
+
+
+def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """A function returning ``(f(*args), grad(f)(*args))`` with one forward and one reverse pass.
+
+    With ``has_aux=True``, ``f`` returns ``(output, aux)`` and the result is ``((output, aux), gradient)``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> value, g = tg.value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
+    >>> value, g
+    (array(5.), array([2., 4.]))
+    """
+    nums, many = _argnums(argnums, "grad")
+
+    @functools.wraps(f)
+    def value_and_grad_f(*args, **kwargs):
+        with _Scope() as t:
+            res, specs, xs = _trace(t, f, args, kwargs, nums, "grad")
+            out, aux = _split_aux(res, has_aux, "grad")
+            if not (isinstance(out, Tensor) or np.ndim(out) == 0):
+                raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}")
+            if np.size(out) != 1:
+                raise ValueError(
+                    f"grad requires a scalar output; use jacobian or vjp (f returned shape {np.shape(out)})"
+                )
+            if _connected(out):
+                flat = t.gradient(out, xs, unconnected="zero")
+            else:
+                flat = [np.zeros_like(x._data) for x in xs]
+        recording = is_recording()
+        value = _finish(out, recording)
+        grads = _finish(_per_argument(specs, flat, many), recording)
+        return ((value, _aux_out(aux, recording)) if has_aux else value), grads
+
+    return value_and_grad_f
+
+
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of a scalar function, as a function of the same arguments.
+
+    ``argnums`` picks the argument (or a tuple of arguments, giving a tuple of gradients); each gradient has
+    its argument's structure. With ``has_aux=True``, ``f`` returns ``(output, aux)`` and so does the result,
+    as ``(gradient, aux)``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.grad(lambda x: x ** 3)(2.0)
+    array(12.)
+    >>> tg.grad(tg.grad(lambda x: x ** 3))(2.0)
+    array(12.)
+    >>> g = tg.grad(lambda p, x: (p["w"] * x + p["b"]).sum())({"w": np.ones(2), "b": 0.5}, np.array([3.0, 4.0]))
+    >>> g["w"], g["b"]
+    (array([3., 4.]), array(2.))
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def grad_f(*args, **kwargs):
+        value, grads = vg(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+
+    return grad_f
+
+
+def _stack(rows, shape, recording):
+    if recording and any(isinstance(r, Tensor) for r in rows):
+        return reshape(stack(rows), shape)
+    return np.stack([r._data if isinstance(r, Tensor) else r for r in rows]).reshape(shape)
+
+
+def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``f``, in reverse mode: one forward pass, then one replay per output element.
+
+    For an output of shape ``(m...)`` and an argument of shape ``(n...)`` the block has shape ``(m..., n...)``.
+    Rows are computed one by one on a persistent tape: a rule takes a cotangent in its output's shape, so
+    a batch of cotangents would need every rule to broadcast over a leading axis.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    >>> tg.jacobian(lambda x: A @ x)(np.zeros(2))
+    array([[1., 2.],
+           [3., 4.],
+           [5., 6.]])
+    """
+    nums, many = _argnums(argnums, "jacobian")
+
+    @functools.wraps(f)
+    def jacobian_f(*args, **kwargs):
+        with _Scope(persistent=True) as t:
+            res, specs, xs = _trace(t, f, args, kwargs, nums, "jacobian")
+            out, aux = _split_aux(res, has_aux, "jacobian")
+            outs, ospec = tree_flatten(out, "jacobian: the output of f")
+            recording = is_recording()
+            blocks = []
+            for o in outs:
+                oshape = np.shape(o)
+                if _connected(o) and o.size:
+                    rows = []
+                    for k in range(o.size):
+                        e = np.zeros(o.size, dtype=o.dtype)
+                        e[k] = 1
+                        rows.append(t.gradient(o, xs, output_gradients=e.reshape(oshape), unconnected="zero"))
+                    cols = [_stack([r[j] for r in rows], oshape + x.shape, recording) for j, x in enumerate(xs)]
+                else:
+                    cols = [np.zeros(oshape + x.shape, dtype=x.dtype) for x in xs]
+                blocks.append(_per_argument(specs, cols, many))
+        recording = is_recording()
+        jac = _finish(tree_unflatten(ospec, blocks), recording)
+        return (jac, _aux_out(aux, recording)) if has_aux else jac
+
+    return jacobian_f
+
+
+def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+    """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
+    >>> tg.hessian(lambda x: x @ (A @ x))(np.ones(2))   # A + A^T
+    array([[2., 2.],
+           [2., 6.]])
+    """
+    return jacobian(jacobian(f, argnums), argnums)
+
+
+def hvp(f: Callable, x, v):
+    """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
+
+    Reverse over reverse: the gradient of ``<grad f(x), v>``, two reverse passes whatever the size of ``x``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))   # 6 x * v
+    array([ 6., 12.])
+    """
+    xleaves, xspec = tree_flatten(x, "hvp: x")
+    vleaves, vspec = tree_flatten(v, "hvp: v")
+    if vspec != xspec or any(np.shape(a) != np.shape(b) for a, b in zip(xleaves, vleaves)):
+        raise ValueError("hvp: v must have the structure and shapes of x")
+    g = grad(f)
+
+    def g_dot_v(x):
+        gleaves, _ = tree_flatten(g(x), "hvp")
+        total = 0.0
+        for gi, vi in zip(gleaves, vleaves):
+            total = total + (gi * np.asarray(vi)).sum()
+        return total
+
+    return grad(g_dot_v)(x)
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """Forward mode: ``(f(*primals), J t)`` for tangents ``t`` with the structure of ``primals``.
+
+    Computed by the double-VJP trick (see the module docstring): one forward and two reverse passes.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> out, tangent = tg.jvp(lambda x: tg.sin(x) * 2.0, (np.array([0.0, np.pi]),), (np.array([1.0, 1.0]),))
+    >>> tangent   # 2 cos(x) * t
+    array([ 2., -2.])
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples of arguments, e.g. jvp(f, (x,), (t,))")
+    pleaves, pspec = tree_flatten(tuple(primals), "jvp: primals")
+    tleaves, tspec = tree_flatten(tuple(tangents), "jvp: tangents")
+    if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
+        raise ValueError("jvp: tangents must have the structure and shapes of primals")
+    with _Scope() as inner, _Scope() as outer:
+        res, _, xs = _trace(inner, f, primals, {}, range(len(primals)), "jvp")
+        outs, ospec = tree_flatten(res, "jvp: the output of f")
+        live = [o for o in outs if _connected(o)]
+        with outer:
+            us = [Tensor(np.zeros(o.shape, dtype=o.dtype)) for o in live]
+            outer.watch(*us)
+            s = 0.0
+            if live:
+                # J^T u, recorded on `outer` as a function of u; its VJP with the tangent t is J t.
+                vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
+                for gi, ti, x in zip(vjps, tleaves, xs):
+                    s = s + (gi * np.asarray(ti, dtype=x.dtype)).sum()
+        jts = outer.gradient(s, us, unconnected="zero") if _connected(s) else [np.zeros(u.shape) for u in us]
+    recording = is_recording()
+    it = iter(jts)
+    touts = [next(it) if _connected(o) else np.zeros(np.shape(o)) for o in outs]
+    return _finish(res, recording), _finish(tree_unflatten(ospec, touts), recording)
+
+
+def vjp(f: Callable, *primals, has_aux: bool = False):
+    """``(f(*primals), vjp_fn)``: ``vjp_fn(cotangent)`` gives a tuple with ``J^T cotangent`` for each primal.
+
+    The cotangent has the structure of the output. ``vjp_fn`` may be called several times; its tape is
+    released when ``vjp_fn`` is dropped, or at once with ``vjp_fn.release()``. With ``has_aux=True`` the
+    result is ``(output, vjp_fn, aux)``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> out, vjp_fn = tg.vjp(lambda x, y: x * y, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> vjp_fn(np.array([1.0, 10.0]))
+    (array([ 3., 40.]), array([ 1., 20.]))
+    """
+    scope = _Scope(persistent=True)
+    t = scope.tape
+    scope.__enter__()
+    try:
+        res, specs, xs = _trace(t, f, primals, {}, range(len(primals)), "vjp")
+        out, aux = _split_aux(res, has_aux, "vjp")
+        outs, ospec = tree_flatten(out, "vjp: the output of f")
+    except BaseException:
+        scope.__exit__()
+        raise
+    # Keep the thread's pending tape (if any) while this tape lives on in vjp_fn.
+    pending = scope._pending
+    if pending is not None and pending.state == "recording":
+        _tape._state.pending = pending
+    elif _tape._state.pending is t:
+        _tape._state.pending = None
+
+    def vjp_fn(cotangent):
+        cleaves, cspec = tree_flatten(cotangent, "vjp_fn: the cotangent")
+        if cspec != ospec or any(np.shape(c) != np.shape(o) for c, o in zip(cleaves, outs)):
+            raise ValueError(
+                f"vjp_fn: the cotangent must have the structure and shapes of f's output "
+                f"(shapes {[np.shape(o) for o in outs]}), got shapes {[np.shape(c) for c in cleaves]}"
+            )
+        if t.state != "recording":
+            raise TapeError("vjp_fn: its tape was released; call vjp again")
+        pairs = [(o, c) for o, c in zip(outs, cleaves) if _connected(o)]
+        if pairs:
+            flat = t.gradient([o for o, _ in pairs], xs, output_gradients=[c for _, c in pairs], unconnected="zero")
+        else:
+            flat = [np.zeros_like(x._data) for x in xs]
+        return _finish(_per_argument(specs, flat, True), is_recording())
+
+    vjp_fn.release = t.release
+    weakref.finalize(vjp_fn, t.release)
+    recording = is_recording()
+    value = _finish(out, recording)
+    return (value, vjp_fn, _aux_out(aux, recording)) if has_aux else (value, vjp_fn)
