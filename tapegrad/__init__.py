@@ -19,6 +19,7 @@ from . import tape
 
 # isort: on
 from . import debug, nn, optim, viz  # after the engine: they build on it
+from .custom import CustomOp, custom_op
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .ops import (
@@ -127,6 +128,8 @@ __all__ = [
     "jacobian",
     "hessian",
     "hvp",
+    "custom_op",
+    "CustomOp",
     "abs",
     "absolute",
     "add",
