@@ -1,0 +1,275 @@
+"""The functional transforms against finite differences and closed forms, their structures, and their tapes."""
+
+import collections
+import weakref
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad import tape
+from tapegrad.testing import numerical_jacobian
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4))
+S = RNG.standard_normal((4, 4))
+
+
+def smooth(x):
+    """A scalar function of a vector with nonzero second derivatives everywhere."""
+    return (tg.tanh(A @ x) ** 2).sum() + tg.logsumexp(x * x) + (tg.sin(x) * x).sum()
+
+
+def vector_fn(x):
+    return tg.tanh(A @ x) * (A @ tg.exp(0.3 * x))
+
+
+def fd_grad(f, x, eps=1e-6):
+    return numerical_jacobian(lambda t: f(t), [np.array(x, dtype=np.float64)], 0, eps)
+
+
+# -- against finite differences -------------------------------------------------------------------------
+def test_grad_matches_finite_differences():
+    x = RNG.standard_normal(4)
+    np.testing.assert_allclose(tg.grad(smooth)(x), fd_grad(smooth, x), rtol=1e-6, atol=1e-8)
+
+
+def test_jacobian_matches_finite_differences_and_has_out_shape_then_in_shape():
+    x = RNG.standard_normal(4)
+    jac = tg.jacobian(vector_fn)(x)
+    assert jac.shape == (3, 4)
+    np.testing.assert_allclose(jac, fd_grad(vector_fn, x), rtol=1e-6, atol=1e-8)
+    m = RNG.standard_normal((2, 3))
+    jac2 = tg.jacobian(lambda m: tg.exp(m).sum(axis=0))(m)
+    assert jac2.shape == (3, 2, 3)
+    np.testing.assert_allclose(jac2, fd_grad(lambda m: tg.exp(m).sum(axis=0), m), rtol=1e-6, atol=1e-8)
+
+
+def test_hessian_matches_finite_differences_of_the_gradient():
+    x = RNG.standard_normal(4)
+    numeric = fd_grad(lambda t: tg.Tensor(tg.grad(smooth)(t.numpy())), x, eps=1e-5)
+    H = tg.hessian(smooth)(x)
+    np.testing.assert_allclose(H, numeric, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(H, H.T, atol=1e-12)
+
+
+# -- against closed forms ---------------------------------------------------------------------------------
+def test_jacobian_of_a_linear_map_is_its_matrix():
+    np.testing.assert_array_equal(tg.jacobian(lambda x: A @ x)(RNG.standard_normal(4)), A)
+    # and of x -> x A (a row vector times A) is A^T
+    np.testing.assert_array_equal(tg.jacobian(lambda x: x @ A)(RNG.standard_normal(3)), A.T)
+
+
+def test_hessian_of_a_quadratic_form_is_a_plus_a_transpose():
+    H = tg.hessian(lambda x: x @ (S @ x))(RNG.standard_normal(4))
+    np.testing.assert_allclose(H, S + S.T, rtol=1e-12, atol=1e-12)
+
+
+def test_hvp_equals_hessian_times_v():
+    x, v = RNG.standard_normal(4), RNG.standard_normal(4)
+    np.testing.assert_allclose(tg.hvp(smooth, x, v), tg.hessian(smooth)(x) @ v, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.hvp(lambda x: x @ (S @ x), x, v), (S + S.T) @ v, rtol=1e-12)
+
+
+def test_jvp_equals_jacobian_times_tangent():
+    x, t = RNG.standard_normal(4), RNG.standard_normal(4)
+    out, jt = tg.jvp(vector_fn, (x,), (t,))
+    np.testing.assert_allclose(out, vector_fn(tg.Tensor(x)).numpy())
+    np.testing.assert_allclose(jt, tg.jacobian(vector_fn)(x) @ t, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(jt, fd_grad(vector_fn, x) @ t, rtol=1e-6, atol=1e-8)
+
+
+def test_jvp_with_two_primals_sums_both_directions():
+    x, y, tx, ty = (RNG.standard_normal(3) for _ in range(4))
+    _, jt = tg.jvp(lambda x, y: x * tg.sin(y), (x, y), (tx, ty))
+    np.testing.assert_allclose(jt, tx * np.sin(y) + x * np.cos(y) * ty)
+
+
+def test_vjp_equals_cotangent_times_jacobian_and_can_be_called_again():
+    x, c = RNG.standard_normal(4), RNG.standard_normal(3)
+    out, vjp_fn = tg.vjp(vector_fn, x)
+    J = tg.jacobian(vector_fn)(x)
+    (g,) = vjp_fn(c)
+    np.testing.assert_allclose(g, c @ J, rtol=1e-12)
+    np.testing.assert_allclose(vjp_fn(2 * c)[0], 2 * c @ J, rtol=1e-12)
+    np.testing.assert_allclose(out, vector_fn(tg.Tensor(x)).numpy())
+
+
+def test_second_derivative_by_composing_grad():
+    x = 0.7
+    np.testing.assert_allclose(tg.grad(tg.grad(tg.sin))(x), -np.sin(x))
+    np.testing.assert_allclose(tg.grad(tg.grad(tg.grad(lambda x: x**4)))(x), 24 * x)
+
+
+def test_transforms_return_tensors_inside_an_outer_record_and_compose_with_it():
+    x = tg.Tensor([0.3, -0.5], requires_grad=True)
+    with tape.record() as t:
+        g = tg.grad(lambda x: (x**3).sum())(x)  # 3 x^2, recorded on t
+        s = g.sum()
+    assert isinstance(g, tg.Tensor)
+    np.testing.assert_allclose(g.numpy(), 3 * x.data**2)
+    np.testing.assert_allclose(t.gradient(s, x), 6 * x.data)
+
+
+# -- structures ------------------------------------------------------------------------------------------
+def test_grad_mirrors_dicts_lists_tuples_and_scalars():
+    Point = collections.namedtuple("Point", "a b")
+    params = {"w": np.array([1.0, 2.0]), "rest": [3.0, (np.array(4.0), Point(5.0, 6.0))]}
+
+    def f(p):
+        b, (c, pt) = p["rest"]
+        return (p["w"] ** 2).sum() * b + c * pt.a + pt.b**2
+
+    g = tg.grad(f)(params)
+    assert set(g) == {"w", "rest"} and isinstance(g["rest"], list) and isinstance(g["rest"][1], tuple)
+    assert isinstance(g["rest"][1][1], Point)
+    np.testing.assert_allclose(g["w"], 2 * params["w"] * 3.0)
+    assert g["rest"][0] == 5.0 and g["rest"][1][0] == 5.0
+    assert g["rest"][1][1] == Point(4.0, 12.0)
+
+
+def test_argnums_tuple_gives_one_gradient_per_argument_and_same_tensor_twice_is_two_arguments():
+    x, y = RNG.standard_normal(3), RNG.standard_normal(3)
+    gx, gy = tg.grad(lambda x, y, k: (x * y * k).sum(), argnums=(0, 1))(x, y, 2.0)
+    np.testing.assert_allclose(gx, 2 * y)
+    np.testing.assert_allclose(gy, 2 * x)
+    t = tg.Tensor(x)
+    g0, g1 = tg.grad(lambda a, b: (a * b * b).sum(), argnums=(0, 1))(t, t)
+    np.testing.assert_allclose(g0, x**2)  # d/da of a b^2, at a = b = x
+    np.testing.assert_allclose(g1, 2 * x**2)
+    assert tg.grad(lambda a, b: a * b, argnums=1)(3.0, 4.0) == 3.0
+
+
+def test_integer_inputs_become_float_and_unused_arguments_get_zeros():
+    g = tg.grad(lambda x, y: (x * 2.0).sum(), argnums=(0, 1))(np.array([1, 2]), np.array([5.0, 6.0]))
+    assert g[0].dtype == np.float64
+    np.testing.assert_array_equal(g[0], [2.0, 2.0])
+    np.testing.assert_array_equal(g[1], [0.0, 0.0])
+    np.testing.assert_array_equal(tg.grad(lambda x: 3.0)(np.ones(2)), [0.0, 0.0])  # a constant output
+
+
+def test_float32_gradients_stay_float32():
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    assert tg.grad(lambda x: (x * x).sum())(x).dtype == np.float32
+
+
+def test_value_and_grad_and_has_aux():
+    x = np.array([1.0, -2.0])
+    value, g = tg.value_and_grad(lambda x: (x**2).sum())(x)
+    assert value == 5.0 and isinstance(value, np.ndarray)
+    np.testing.assert_array_equal(g, 2 * x)
+    (value, aux), g = tg.value_and_grad(lambda x: ((x**2).sum(), {"y": x * 3, "tag": "ok"}), has_aux=True)(x)
+    np.testing.assert_array_equal(aux["y"], 3 * x)
+    assert aux["tag"] == "ok" and value == 5.0
+    g2, aux2 = tg.grad(lambda x: ((x**2).sum(), x.shape), has_aux=True)(x)
+    np.testing.assert_array_equal(g2, 2 * x)
+    assert aux2 == (2,)
+
+
+def test_jacobian_of_a_dict_output_with_respect_to_a_dict_input():
+    d = {"a": np.array([1.0, 2.0]), "b": np.array([3.0, 4.0])}
+    jac = tg.jacobian(lambda d: {"p": d["a"] * d["b"], "q": d["a"].sum()})(d)
+    np.testing.assert_array_equal(jac["p"]["a"], np.diag(d["b"]))
+    np.testing.assert_array_equal(jac["p"]["b"], np.diag(d["a"]))
+    np.testing.assert_array_equal(jac["q"]["a"], [1.0, 1.0])
+    np.testing.assert_array_equal(jac["q"]["b"], [0.0, 0.0])
+
+
+def test_hessian_of_a_function_of_two_blocks():
+    H = tg.hessian(lambda p: (p[0] ** 2 * p[1]).sum())([np.array([1.0, 2.0]), np.array([3.0, 4.0])])
+    np.testing.assert_array_equal(H[0][0], np.diag([6.0, 8.0]))  # d2/dx2 of x^2 y = 2y
+    np.testing.assert_array_equal(H[0][1], np.diag([2.0, 4.0]))  # d2/dxdy = 2x
+    np.testing.assert_array_equal(H[1][1], np.zeros((2, 2)))
+
+
+# -- errors ----------------------------------------------------------------------------------------------
+def test_clear_errors():
+    with pytest.raises(ValueError, match=r"grad requires a scalar output; use jacobian or vjp .*\(3,\)"):
+        tg.grad(lambda x: x * 2)(np.ones(3))
+    with pytest.raises(TypeError, match="has_aux=True needs f to return a pair"):
+        tg.grad(lambda x: x.sum(), has_aux=True)(np.ones(3))
+    with pytest.raises(ValueError, match="argnums 2 is out of range for a call with 2 positional"):
+        tg.grad(lambda x, y: x, argnums=2)(1.0, 2.0)
+    with pytest.raises(TypeError, match="cannot differentiate with respect to a str"):
+        tg.grad(lambda x: 1.0)({"a": "text"})
+    with pytest.raises(TypeError, match="dtype int64"):
+        tg.grad(lambda x: x.sum())(tg.Tensor(np.arange(3)))
+    with pytest.raises(ValueError, match="structure and shapes of x"):
+        tg.hvp(smooth, np.ones(4), np.ones(3))
+    with pytest.raises(ValueError, match="tangents must have the structure"):
+        tg.jvp(vector_fn, (np.ones(4),), (np.ones(4), np.ones(4)))
+    _, vjp_fn = tg.vjp(vector_fn, np.ones(4))
+    with pytest.raises(ValueError, match="cotangent must have the structure and shapes"):
+        vjp_fn(np.ones(4))
+
+
+# -- tapes are released ------------------------------------------------------------------------------------
+TRANSFORMS = {
+    "grad": lambda f, x: tg.grad(f)(x),
+    "value_and_grad": lambda f, x: tg.value_and_grad(f)(x),
+    "jacobian": lambda f, x: tg.jacobian(f)(x),
+    "hessian": lambda f, x: tg.hessian(f)(x),
+    "hvp": lambda f, x: tg.hvp(f, x, np.ones_like(x)),
+    "jvp": lambda f, x: tg.jvp(f, (x,), (np.ones_like(x),)),
+    "vjp": lambda f, x: tg.vjp(f, x)[1](np.array(1.0)),
+}
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_every_tape_is_released_on_success(name):
+    tapes, probes = [], []
+
+    def f(x):
+        tapes.append(weakref.ref(tape.current()))
+        h = tg.exp(x) * x
+        probes.append(weakref.ref(h._data))
+        return h.sum()
+
+    TRANSFORMS[name](f, np.array([0.5, -1.0]))
+    assert tapes and all(t() is None for t in tapes)
+    assert all(p() is None for p in probes)
+    assert tape.current() is None
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_every_tape_is_released_when_f_raises(name):
+    tapes = []
+
+    def f(x):
+        tapes.append(weakref.ref(tape.current()))
+        (tg.exp(x) * x).sum()
+        raise FloatingPointError("inside f")
+
+    try:
+        TRANSFORMS[name](f, np.array([0.5, -1.0]))
+    except FloatingPointError as err:
+        assert "inside f" in str(err)
+        assert tape.current() is None
+        assert all(t().state == "released" and len(t()) == 0 for t in tapes)  # the traceback still holds them
+    else:
+        pytest.fail("the exception was swallowed")
+    assert tapes and all(t() is None for t in tapes)
+
+
+def test_vjp_fn_keeps_its_tape_until_dropped_or_released():
+    seen = []
+    _, vjp_fn = tg.vjp(lambda x: (seen.append(weakref.ref(tape.current())), tg.exp(x))[1], np.array([1.0]))
+    vjp_fn(np.array([1.0]))
+    assert seen[0]() is not None and len(seen[0]()) > 0
+    del vjp_fn
+    assert seen[0]() is None
+    _, vjp_fn = tg.vjp(lambda x: (seen.append(weakref.ref(tape.current())), tg.exp(x))[1], np.array([1.0]))
+    vjp_fn.release()
+    assert len(seen[1]()) == 0
+    with pytest.raises(tg.TapeError, match="released"):
+        vjp_fn(np.array([1.0]))
+
+
+def test_a_transform_between_a_block_and_its_backward_keeps_the_users_tape():
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with tape.record():
+        loss = (w * w).sum()
+    tg.grad(lambda x: (x**2).sum())(np.ones(2))
+    tg.vjp(lambda x: x * 2, np.ones(2))
+    loss.backward()
+    np.testing.assert_array_equal(w.grad, [2.0, 4.0])
