@@ -1,0 +1,83 @@
+"""What the functional transforms cost, side by side in one process.
+
+    python benchmarks/functional.py
+
+1. ``grad(f)(w)`` against the same loss written with ``record()`` and ``backward()``: the transform's overhead.
+2. ``hvp`` against forming the Hessian and multiplying: two reverse passes against one replay per parameter.
+3. ``jvp`` (double VJP) against one ``vjp``: forward mode costs about one more reverse pass.
+"""
+
+import timeit
+
+import numpy as np
+
+import tapegrad as tg
+from tapegrad import tape
+
+rng = np.random.default_rng(0)
+X, Y = rng.standard_normal((256, 32)), rng.standard_normal((256, 1))
+W1, W2 = rng.standard_normal((32, 64)) * 0.1, rng.standard_normal((64, 1)) * 0.1
+
+
+def loss(w1, w2):
+    return ((tg.tanh(X @ w1) @ w2 - Y) ** 2).mean()
+
+
+def with_backward():
+    w1, w2 = tg.Tensor(W1, requires_grad=True), tg.Tensor(W2, requires_grad=True)
+    with tape.record():
+        out = loss(w1, w2)
+    out.backward()
+    return w1.grad, w2.grad
+
+
+def compare(title, number, **fns):
+    """Best of 7 rounds per candidate, the rounds interleaved so that load on the machine hits all alike."""
+    times = {name: [] for name in fns}
+    for _ in range(7):
+        for name, fn in fns.items():
+            times[name].append(timeit.timeit(fn, number=number) / number * 1e3)
+    print(f"{title} (ms per call, best of 7 interleaved rounds)")
+    for name in fns:
+        print(f"  {name:<26}{min(times[name]):7.3f}")
+
+
+grad_fn = tg.grad(loss, argnums=(0, 1))
+np.testing.assert_allclose(grad_fn(W1, W2)[0], with_backward()[0])
+compare(
+    f"MLP loss 256x32 -> 64 -> 1, gradient of {W1.size + W2.size} parameters",
+    100,
+    **{"record() + backward()": with_backward, "tg.grad(loss)(w1, w2)": lambda: grad_fn(W1, W2)},
+)
+
+n = 64
+A = rng.standard_normal((n, n)) / np.sqrt(n)
+
+
+def smooth(x):
+    return tg.logsumexp(A @ x) + 0.5 * (x * x).sum() + (tg.sin(x) ** 2).sum()
+
+
+x0, v = rng.standard_normal(n), rng.standard_normal(n)
+np.testing.assert_allclose(tg.hvp(smooth, x0, v), tg.hessian(smooth)(x0) @ v, rtol=1e-9, atol=1e-12)
+compare(
+    f"Hessian-vector product, n = {n}",
+    5,
+    **{"tg.hvp(f, x, v)": lambda: tg.hvp(smooth, x0, v), "tg.hessian(f)(x) @ v": lambda: tg.hessian(smooth)(x0) @ v},
+)
+
+
+def vector(x):
+    return tg.tanh(A @ x) * x
+
+
+c = rng.standard_normal(n)
+compare(
+    f"Jacobian products of x -> tanh(A x) * x, n = {n}",
+    20,
+    **{
+        "tg.vjp(f, x)[1](c)": lambda: tg.vjp(vector, x0)[1](c),
+        "tg.jvp(f, (x,), (t,))": lambda: tg.jvp(vector, (x0,), (v,)),
+        "tg.jacobian(f)(x) @ t": lambda: tg.jacobian(vector)(x0) @ v,
+    },
+)
