@@ -27,7 +27,15 @@ __all__ = ["custom_op", "CustomOp"]
 
 
 class CustomOp:
-    """An op made by :func:`custom_op`: call it like any tapegrad op once :meth:`defvjp` gave it a rule."""
+    """An op made by :func:`custom_op`: call it like any tapegrad op once :meth:`defvjp` gave it a rule.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> double = tg.custom_op(register=False)(lambda x: 2.0 * x)
+    >>> double.defvjp(lambda xp, g, ans, x: 2.0 * g)  # doctest: +ELLIPSIS
+    <function <lambda> at ...>
+    >>> double.op.name, tg.grad(lambda x: double(x).sum())(np.ones(2))
+    ('<lambda>', array([2., 2.]))
+    """
 
     def __init__(self, forward: Callable, save, name: str | None, register: bool, broadcast: bool):
         params = inspect.signature(forward).parameters.values()
@@ -43,7 +51,16 @@ class CustomOp:
         functools.update_wrapper(self, forward)
 
     def defvjp(self, rule: Callable) -> Callable:
-        """Give the op its backward rule ``rule(xp, g, ans, *inputs, **params)`` and register it; returns ``rule``."""
+        """Give the op its backward rule ``rule(xp, g, ans, *inputs, **params)`` and register it; returns ``rule``.
+
+        With one input the rule returns its gradient; with several, a tuple with one gradient (or None) each.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> mul = tg.custom_op(save="x y", register=False, name="mul_demo")(lambda x, y: x * y)
+        >>> _ = mul.defvjp(lambda xp, g, ans, x, y: (g * y, g * x))
+        >>> tg.grad(lambda a, b: mul(a, b), argnums=(0, 1))(3.0, 4.0)
+        (array(4.), array(3.))
+        """
         if self.fn is not None:
             raise ValueError(f"custom_op {self.name!r} already has a rule")
         several = len(self.inputs) > 1

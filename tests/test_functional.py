@@ -115,6 +115,17 @@ def test_transforms_return_tensors_inside_an_outer_record_and_compose_with_it():
     np.testing.assert_allclose(t.gradient(s, x), 6 * x.data)
 
 
+def test_transforms_compose_with_each_other():
+    x, t = RNG.standard_normal(4), RNG.standard_normal(4)
+    H = tg.hessian(smooth)(x)
+    np.testing.assert_allclose(tg.jvp(tg.grad(smooth), (x,), (t,))[1], H @ t, rtol=1e-10)  # forward over reverse
+    c = RNG.standard_normal(3)
+    np.testing.assert_allclose(tg.jacobian(lambda c: tg.vjp(vector_fn, x)[1](c)[0])(c), tg.jacobian(vector_fn)(x).T)
+    g = tg.grad(lambda x: tg.jvp(vector_fn, (x,), (t,))[1].sum())(x)  # reverse over forward
+    numeric = fd_grad(lambda y: tg.Tensor(tg.jvp(vector_fn, (y.numpy(),), (t,))[1].sum()), x)
+    np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
 # -- structures ------------------------------------------------------------------------------------------
 def test_grad_mirrors_dicts_lists_tuples_and_scalars():
     Point = collections.namedtuple("Point", "a b")
