@@ -402,7 +402,7 @@ class Tape:
                 vjps = op.vjps
                 if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
                     joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
-                    vjps = [lambda *_, gi=gi: gi for gi in joint]
+                    vjps = [lambda *_, gi=gi, **__: gi for gi in joint]  # the op's params are passed too
                 i = 0
                 for src in srcs:
                     if (mask >> i) & 1:
