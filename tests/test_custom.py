@@ -109,6 +109,22 @@ def test_keyword_only_parameters_reach_forward_and_rule():
     np.testing.assert_array_equal(tg.grad(lambda x: scaled_square(x, scale=3.0).sum())(x), 6 * x)
 
 
+def test_keyword_only_parameters_of_an_op_with_two_inputs():
+    @tg.custom_op(save="x y", register=False)
+    def weighted_sum(x, y, *, a=1.0):
+        return a * x + y * y
+
+    @weighted_sum.defvjp
+    def weighted_sum_vjp(xp, g, ans, x, y, a=1.0):
+        return a * g, 2.0 * g * y
+
+    x, y = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    gx, gy = tg.grad(lambda x, y: weighted_sum(x, y, a=3.0).sum(), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [3.0, 3.0])
+    np.testing.assert_array_equal(gy, 2 * y)
+    assert tg.gradgradcheck(lambda x, y: weighted_sum(x, y, a=3.0) * x, x, y)
+
+
 def test_custom_ops_work_in_every_transform():
     x, v = np.array([0.3, -1.2]), np.array([1.0, 2.0])
     sig = 1 / (1 + np.exp(-x))
