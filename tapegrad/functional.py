@@ -26,116 +26,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import tape as _tape
+from ._trace import Scope, aux_out, connected, finish, parse_argnums, per_argument, split_aux, trace
 from ._tree import tree_flatten, tree_unflatten
 from .ops import reshape, stack
-from .registry import defop
-from .tape import Tape, TapeError, is_recording, record
+from .tape import TapeError, is_recording
 from .tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
-
-# Each differentiated leaf enters f through this op, so it is a value of the transform's own tape: the same
-# tensor passed twice gets two gradients, and f returning its argument still has a recorded output.
-_enter = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False)
-
-
-class _Scope:
-    """A tape of a transform's own: released on the way out, whatever happened, keeping the thread's pending tape."""
-
-    def __init__(self, persistent: bool = False):
-        self.tape = record(persistent=persistent)
-
-    def __enter__(self) -> Tape:
-        self._pending = _tape._state.pending
-        return self.tape
-
-    def __exit__(self, *exc) -> None:
-        self.tape.release()
-        pending = self._pending
-        if pending is not None and pending.state == "recording" and _tape._state.pending is None:
-            _tape._state.pending = pending
-
-
-def _argnums(argnums, what):
-    if isinstance(argnums, int):
-        return (argnums,), False
-    if isinstance(argnums, Sequence) and argnums and all(isinstance(i, int) for i in argnums):
-        return tuple(argnums), True
-    raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-
-
-def _as_tensor(leaf, what):
-    if isinstance(leaf, Tensor):
-        if leaf.dtype.kind not in "fc":
-            raise TypeError(
-                f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
-                "pass floating-point data, e.g. x.astype(np.float64)"
-            )
-        return leaf
-    a = np.asarray(leaf)
-    return Tensor(a if a.dtype.kind in "fc" else a.astype(np.float64))
-
-
-def _trace(t, f, args, kwargs, nums, what):
-    """Run ``f`` on ``t`` with the arguments at ``nums`` differentiable; return its result, their specs and leaves."""
-    args = list(args)
-    for i in nums:
-        if not -len(args) <= i < len(args):
-            raise ValueError(f"{what}: argnums {i} is out of range for a call with {len(args)} positional arguments")
-    specs, bases = [], []
-    for i in nums:
-        leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
-        specs.append((spec, len(leaves)))
-        bases.extend(_as_tensor(leaf, what) for leaf in leaves)
-    with t:
-        t.watch(*[b for b in bases if b._node is None])
-        xs = [_enter(b) for b in bases]
-        k = 0
-        for i, (spec, n) in zip(nums, specs):
-            args[i] = tree_unflatten(spec, xs[k : k + n])
-            k += n
-        res = f(*args, **kwargs)
-    return res, specs, xs
-
-
-def _per_argument(specs, flat, many):
-    trees, k = [], 0
-    for spec, n in specs:
-        trees.append(tree_unflatten(spec, flat[k : k + n]))
-        k += n
-    return tuple(trees) if many else trees[0]
-
-
-def _split_aux(res, has_aux, what):
-    if not has_aux:
-        return res, None
-    if not (isinstance(res, (tuple, list)) and len(res) == 2):
-        raise TypeError(f"{what}: has_aux=True needs f to return a pair (output, aux), got {type(res).__name__}")
-    return res[0], res[1]
-
-
-def _connected(o) -> bool:
-    # Everything computed from a differentiated argument was recorded (each one is a node of the tape).
-    return isinstance(o, Tensor) and o._node is not None
-
-
-def _finish(tree, recording):
-    """Results leave as arrays, or as (recorded) tensors while an outer tape records."""
-    if recording:
-        return tree
-    leaves, spec = tree_flatten(tree, "result")
-    # NumPy gives 0-d results as scalars (np.float64); return arrays throughout.
-    return tree_unflatten(spec, [np.asarray(x._data if isinstance(x, Tensor) else x) for x in leaves])
-
-
-def _aux_out(aux, recording):
-    if aux is None or recording:
-        return aux
-    try:
-        return _finish(aux, recording)
-    except TypeError:
-        return aux  # aux may hold anything (strings, objects): leave what is not an array as it is
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
@@ -148,27 +45,27 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     >>> value, g
     (array(5.), array([2., 4.]))
     """
-    nums, many = _argnums(argnums, "grad")
+    nums, many = parse_argnums(argnums, "grad")
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
-        with _Scope() as t:
-            res, specs, xs = _trace(t, f, args, kwargs, nums, "grad")
-            out, aux = _split_aux(res, has_aux, "grad")
+        with Scope() as t:
+            res, specs, xs = trace(t, f, args, kwargs, nums, "grad")
+            out, aux = split_aux(res, has_aux, "grad")
             if not (isinstance(out, Tensor) or np.ndim(out) == 0):
                 raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}")
             if np.size(out) != 1:
                 raise ValueError(
                     f"grad requires a scalar output; use jacobian or vjp (f returned shape {np.shape(out)})"
                 )
-            if _connected(out):
+            if connected(out):
                 flat = t.gradient(out, xs, unconnected="zero")
             else:
                 flat = [np.zeros_like(x._data) for x in xs]
         recording = is_recording()
-        value = _finish(out, recording)
-        grads = _finish(_per_argument(specs, flat, many), recording)
-        return ((value, _aux_out(aux, recording)) if has_aux else value), grads
+        value = finish(out, recording)
+        grads = finish(per_argument(specs, flat, many), recording)
+        return ((value, aux_out(aux, recording)) if has_aux else value), grads
 
     return value_and_grad_f
 
@@ -219,19 +116,19 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            [3., 4.],
            [5., 6.]])
     """
-    nums, many = _argnums(argnums, "jacobian")
+    nums, many = parse_argnums(argnums, "jacobian")
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
-        with _Scope(persistent=True) as t:
-            res, specs, xs = _trace(t, f, args, kwargs, nums, "jacobian")
-            out, aux = _split_aux(res, has_aux, "jacobian")
+        with Scope(persistent=True) as t:
+            res, specs, xs = trace(t, f, args, kwargs, nums, "jacobian")
+            out, aux = split_aux(res, has_aux, "jacobian")
             outs, ospec = tree_flatten(out, "jacobian: the output of f")
             recording = is_recording()
             blocks = []
             for o in outs:
                 oshape = np.shape(o)
-                if _connected(o) and o.size:
+                if connected(o) and o.size:
                     rows = []
                     for k in range(o.size):
                         e = np.zeros(o.size, dtype=o.dtype)
@@ -240,10 +137,10 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
                     cols = [_stack([r[j] for r in rows], oshape + x.shape, recording) for j, x in enumerate(xs)]
                 else:
                     cols = [np.zeros(oshape + x.shape, dtype=x.dtype) for x in xs]
-                blocks.append(_per_argument(specs, cols, many))
+                blocks.append(per_argument(specs, cols, many))
         recording = is_recording()
-        jac = _finish(tree_unflatten(ospec, blocks), recording)
-        return (jac, _aux_out(aux, recording)) if has_aux else jac
+        jac = finish(tree_unflatten(ospec, blocks), recording)
+        return (jac, aux_out(aux, recording)) if has_aux else jac
 
     return jacobian_f
 
@@ -301,10 +198,10 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     tleaves, tspec = tree_flatten(tuple(tangents), "jvp: tangents")
     if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
         raise ValueError("jvp: tangents must have the structure and shapes of primals")
-    with _Scope() as inner, _Scope() as outer:
-        res, _, xs = _trace(inner, f, primals, {}, range(len(primals)), "jvp")
+    with Scope() as inner, Scope() as outer:
+        res, _, xs = trace(inner, f, primals, {}, range(len(primals)), "jvp")
         outs, ospec = tree_flatten(res, "jvp: the output of f")
-        live = [o for o in outs if _connected(o)]
+        live = [o for o in outs if connected(o)]
         with outer:
             us = [Tensor(np.zeros(o.shape, dtype=o.dtype)) for o in live]
             outer.watch(*us)
@@ -314,11 +211,11 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
                 vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
                 for gi, ti, x in zip(vjps, tleaves, xs):
                     s = s + (gi * np.asarray(ti, dtype=x.dtype)).sum()
-        jts = outer.gradient(s, us, unconnected="zero") if _connected(s) else [np.zeros(u.shape) for u in us]
+        jts = outer.gradient(s, us, unconnected="zero") if connected(s) else [np.zeros(u.shape) for u in us]
     recording = is_recording()
     it = iter(jts)
-    touts = [next(it) if _connected(o) else np.zeros(np.shape(o)) for o in outs]
-    return _finish(res, recording), _finish(tree_unflatten(ospec, touts), recording)
+    touts = [next(it) if connected(o) else np.zeros(np.shape(o)) for o in outs]
+    return finish(res, recording), finish(tree_unflatten(ospec, touts), recording)
 
 
 def vjp(f: Callable, *primals, has_aux: bool = False):
@@ -333,22 +230,17 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
     >>> vjp_fn(np.array([1.0, 10.0]))
     (array([ 3., 40.]), array([ 1., 20.]))
     """
-    scope = _Scope(persistent=True)
+    scope = Scope(persistent=True)
     t = scope.tape
     scope.__enter__()
     try:
-        res, specs, xs = _trace(t, f, primals, {}, range(len(primals)), "vjp")
-        out, aux = _split_aux(res, has_aux, "vjp")
+        res, specs, xs = trace(t, f, primals, {}, range(len(primals)), "vjp")
+        out, aux = split_aux(res, has_aux, "vjp")
         outs, ospec = tree_flatten(out, "vjp: the output of f")
     except BaseException:
         scope.__exit__()
         raise
-    # Keep the thread's pending tape (if any) while this tape lives on in vjp_fn.
-    pending = scope._pending
-    if pending is not None and pending.state == "recording":
-        _tape._state.pending = pending
-    elif _tape._state.pending is t:
-        _tape._state.pending = None
+    scope.keep()  # the tape lives on in vjp_fn
 
     def vjp_fn(cotangent):
         cleaves, cspec = tree_flatten(cotangent, "vjp_fn: the cotangent")
@@ -359,15 +251,15 @@ def vjp(f: Callable, *primals, has_aux: bool = False):
             )
         if t.state != "recording":
             raise TapeError("vjp_fn: its tape was released; call vjp again")
-        pairs = [(o, c) for o, c in zip(outs, cleaves) if _connected(o)]
+        pairs = [(o, c) for o, c in zip(outs, cleaves) if connected(o)]
         if pairs:
             flat = t.gradient([o for o, _ in pairs], xs, output_gradients=[c for _, c in pairs], unconnected="zero")
         else:
             flat = [np.zeros_like(x._data) for x in xs]
-        return _finish(_per_argument(specs, flat, True), is_recording())
+        return finish(per_argument(specs, flat, True), is_recording())
 
     vjp_fn.release = t.release
     weakref.finalize(vjp_fn, t.release)
     recording = is_recording()
-    value = _finish(out, recording)
-    return (value, vjp_fn, _aux_out(aux, recording)) if has_aux else (value, vjp_fn)
+    value = finish(out, recording)
+    return (value, vjp_fn, aux_out(aux, recording)) if has_aux else (value, vjp_fn)

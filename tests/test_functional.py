@@ -174,6 +174,7 @@ def test_value_and_grad_and_has_aux():
     assert value == 5.0 and isinstance(value, np.ndarray)
     np.testing.assert_array_equal(g, 2 * x)
     (value, aux), g = tg.value_and_grad(lambda x: ((x**2).sum(), {"y": x * 3, "tag": "ok"}), has_aux=True)(x)
+    assert isinstance(aux["y"], np.ndarray)  # tensors in aux leave as arrays, the rest as it is
     np.testing.assert_array_equal(aux["y"], 3 * x)
     assert aux["tag"] == "ok" and value == 5.0
     g2, aux2 = tg.grad(lambda x: ((x**2).sum(), x.shape), has_aux=True)(x)

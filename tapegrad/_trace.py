@@ -1,0 +1,135 @@
+"""What every transform does around ``f``: a tape of its own, released on the way out, and ``f`` run on it.
+
+``trace`` flattens the arguments being differentiated, passes each leaf into ``f`` through an op of the
+transform's tape, and returns what ``f`` returned; ``finish`` turns results into arrays unless an outer
+tape records. Private: the public functions are in :mod:`tapegrad.functional`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import tape as _tape
+from ._tree import tree_flatten, tree_unflatten
+from .registry import defop
+from .tape import Tape, record
+from .tensor import Tensor
+
+# Each differentiated leaf enters f through this op, so it is a value of the transform's own tape: the same
+# tensor passed twice gets two gradients, and f returning its argument still has a recorded output.
+_enter = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False)
+
+
+class Scope:
+    """A tape of a transform's own: released on the way out, whatever happened, keeping the thread's pending tape."""
+
+    def __init__(self, persistent: bool = False):
+        self.tape = record(persistent=persistent)
+
+    def __enter__(self) -> Tape:
+        self._pending = _tape._state.pending
+        return self.tape
+
+    def __exit__(self, *exc) -> None:
+        self.tape.release()
+        pending = self._pending
+        if pending is not None and pending.state == "recording" and _tape._state.pending is None:
+            _tape._state.pending = pending
+
+    def keep(self) -> Tape:
+        """Leave the scope without releasing the tape (``vjp_fn`` holds it): the thread gets its pending tape back."""
+        pending = self._pending
+        if pending is not None and pending.state == "recording":
+            _tape._state.pending = pending
+        elif _tape._state.pending is self.tape:
+            _tape._state.pending = None
+        return self.tape
+
+
+def parse_argnums(argnums, what):
+    if isinstance(argnums, int):
+        return (argnums,), False
+    if isinstance(argnums, Sequence) and argnums and all(isinstance(i, int) for i in argnums):
+        return tuple(argnums), True
+    raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+
+
+def _as_tensor(leaf, what):
+    if isinstance(leaf, Tensor):
+        if leaf.dtype.kind not in "fc":
+            raise TypeError(
+                f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
+                "pass floating-point data, e.g. x.astype(np.float64)"
+            )
+        return leaf
+    a = np.asarray(leaf)
+    return Tensor(a if a.dtype.kind in "fc" else a.astype(np.float64))
+
+
+def trace(t, f, args, kwargs, nums, what):
+    """Run ``f`` on ``t`` with the arguments at ``nums`` differentiable; return its result, their specs and leaves."""
+    args = list(args)
+    for i in nums:
+        if not -len(args) <= i < len(args):
+            raise ValueError(f"{what}: argnums {i} is out of range for a call with {len(args)} positional arguments")
+    specs, bases = [], []
+    for i in nums:
+        leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
+        specs.append((spec, len(leaves)))
+        bases.extend(_as_tensor(leaf, what) for leaf in leaves)
+    with t:
+        t.watch(*[b for b in bases if b._node is None])
+        xs = [_enter(b) for b in bases]
+        k = 0
+        for i, (spec, n) in zip(nums, specs):
+            args[i] = tree_unflatten(spec, xs[k : k + n])
+            k += n
+        res = f(*args, **kwargs)
+    return res, specs, xs
+
+
+def per_argument(specs, flat, many):
+    trees, k = [], 0
+    for spec, n in specs:
+        trees.append(tree_unflatten(spec, flat[k : k + n]))
+        k += n
+    return tuple(trees) if many else trees[0]
+
+
+def split_aux(res, has_aux, what):
+    if not has_aux:
+        return res, None
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise TypeError(f"{what}: has_aux=True needs f to return a pair (output, aux), got {type(res).__name__}")
+    return res[0], res[1]
+
+
+def connected(o) -> bool:
+    # Everything computed from a differentiated argument was recorded (each one is a node of the tape).
+    return isinstance(o, Tensor) and o._node is not None
+
+
+def finish(tree, recording):
+    """Results leave as arrays, or as (recorded) tensors while an outer tape records."""
+    if recording:
+        return tree
+    leaves, spec = tree_flatten(tree, "result")
+    # NumPy gives 0-d results as scalars (np.float64); return arrays throughout.
+    return tree_unflatten(spec, [np.asarray(x._data if isinstance(x, Tensor) else x) for x in leaves])
+
+
+def aux_out(aux, recording):
+    """``aux`` with its tensors as arrays (outside a recording); anything else in it is left as it is."""
+    if recording:
+        return aux
+    if isinstance(aux, Tensor):
+        return aux._data
+    if isinstance(aux, dict):
+        return type(aux)((k, aux_out(v, False)) for k, v in aux.items())
+    if isinstance(aux, tuple) and hasattr(aux, "_fields"):
+        return type(aux)(*[aux_out(v, False) for v in aux])
+    if isinstance(aux, (list, tuple)):
+        return type(aux)(aux_out(v, False) for v in aux)
+    return aux
