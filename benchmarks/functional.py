@@ -5,6 +5,7 @@
 1. ``grad(f)(w)`` against the same loss written with ``record()`` and ``backward()``: the transform's overhead.
 2. ``hvp`` against forming the Hessian and multiplying: two reverse passes against one replay per parameter.
 3. ``jvp`` (double VJP) against one ``vjp``: forward mode costs about one more reverse pass.
+4. ``jacobian`` of a tall function by rows (reverse) and by columns (forward, double VJP).
 """
 
 import timeit
@@ -79,5 +80,23 @@ compare(
         "tg.vjp(f, x)[1](c)": lambda: tg.vjp(vector, x0)[1](c),
         "tg.jvp(f, (x,), (t,))": lambda: tg.jvp(vector, (x0,), (v,)),
         "tg.jacobian(f)(x) @ t": lambda: tg.jacobian(vector)(x0) @ v,
+    },
+)
+
+B = rng.standard_normal((256, 8)) / np.sqrt(8)
+x8 = rng.standard_normal(8)
+
+
+def tall(x):
+    return tg.tanh(B @ x) * tg.exp(0.1 * (B @ x))
+
+
+np.testing.assert_allclose(tg.jacobian(tall, mode="fwd")(x8), tg.jacobian(tall, mode="rev")(x8), rtol=1e-12)
+compare(
+    "A tall Jacobian, 256 x 8",
+    5,
+    **{
+        'jacobian(f, mode="rev")': lambda: tg.jacobian(tall, mode="rev")(x8),
+        'jacobian(f, mode="fwd")': lambda: tg.jacobian(tall, mode="fwd")(x8),
     },
 )

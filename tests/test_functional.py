@@ -49,6 +49,28 @@ def test_jacobian_matches_finite_differences_and_has_out_shape_then_in_shape():
     np.testing.assert_allclose(jac2, fd_grad(lambda m: tg.exp(m).sum(axis=0), m), rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("m, n", [(12, 2), (2, 12), (5, 5)])
+def test_jacobian_rows_and_columns_agree_and_auto_picks_either(m, n):
+    B = RNG.standard_normal((m, n))
+
+    def f(p):
+        z = B @ (p["x"] * p["s"])
+        return {"z": tg.tanh(z) * tg.exp(0.1 * z), "total": z.sum()}
+
+    p = {"x": RNG.standard_normal(n), "s": 1.5}
+    rev, fwd, auto = (tg.jacobian(f, mode=mode)(p) for mode in ("rev", "fwd", "auto"))
+    for o in ("z", "total"):
+        for i in ("x", "s"):
+            assert rev[o][i].shape == fwd[o][i].shape == auto[o][i].shape
+            np.testing.assert_allclose(fwd[o][i], rev[o][i], rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(auto[o][i], rev[o][i], rtol=1e-12, atol=1e-14)
+    numeric = fd_grad(lambda x: f({"x": x, "s": 1.5})["z"], p["x"])
+    np.testing.assert_allclose(fwd["z"]["x"], numeric, rtol=1e-6, atol=1e-8)
+    # both modes are differentiable again: a Hessian by forward over reverse equals reverse over reverse
+    x4 = RNG.standard_normal(4)
+    np.testing.assert_allclose(tg.jacobian(tg.jacobian(smooth), mode="fwd")(x4), tg.hessian(smooth)(x4), rtol=1e-10)
+
+
 def test_hessian_matches_finite_differences_of_the_gradient():
     x = RNG.standard_normal(4)
     numeric = fd_grad(lambda t: tg.Tensor(tg.grad(smooth)(t.numpy())), x, eps=1e-5)
@@ -210,6 +232,8 @@ def test_clear_errors():
         tg.grad(lambda x: 1.0)({"a": "text"})
     with pytest.raises(TypeError, match="dtype int64"):
         tg.grad(lambda x: x.sum())(tg.Tensor(np.arange(3)))
+    with pytest.raises(ValueError, match="mode must be 'auto', 'rev' or 'fwd'"):
+        tg.jacobian(smooth, mode="forward")
     with pytest.raises(ValueError, match="structure and shapes of x"):
         tg.hvp(smooth, np.ones(4), np.ones(3))
     with pytest.raises(ValueError, match="tangents must have the structure"):
@@ -224,6 +248,7 @@ TRANSFORMS = {
     "grad": lambda f, x: tg.grad(f)(x),
     "value_and_grad": lambda f, x: tg.value_and_grad(f)(x),
     "jacobian": lambda f, x: tg.jacobian(f)(x),
+    "jacobian_fwd": lambda f, x: tg.jacobian(lambda x: f(x) * x, mode="fwd")(x),
     "hessian": lambda f, x: tg.hessian(f)(x),
     "hvp": lambda f, x: tg.hvp(f, x, np.ones_like(x)),
     "jvp": lambda f, x: tg.jvp(f, (x,), (np.ones_like(x),)),
