@@ -33,40 +33,41 @@ def tree_flatten(tree, what: str = "argument"):
     {'a': 10, 'b': [20, (30,)]}
     """
     leaves: list = []
-
-    def walk(node):
-        if is_leaf(node):
-            leaves.append(node)
-            return _LEAF
-        if node is None:
-            return None
-        if isinstance(node, (list, tuple)):
-            return (type(node), None, tuple(walk(c) for c in node))
-        if isinstance(node, dict):
-            return (type(node), tuple(node), tuple(walk(v) for v in node.values()))
-        raise TypeError(
-            f"{what}: cannot differentiate with respect to a {type(node).__name__}; pass arrays, tensors, "
-            "Python numbers, or lists/tuples/dicts of them"
-        )
-
-    return leaves, walk(tree)
+    return leaves, _walk(tree, leaves, what)
 
 
 def tree_unflatten(spec, leaves):
     """Rebuild the structure ``spec`` describes, with ``leaves`` in place of the original leaves."""
-    it = iter(leaves)
+    return _build(spec, iter(leaves))
 
-    def build(s):
-        if s is _LEAF:
-            return next(it)
-        if s is None:
-            return None
-        kind, keys, children = s
-        values = [build(c) for c in children]
-        if keys is not None:
-            return kind(zip(keys, values))
-        if kind is not tuple and issubclass(kind, tuple):
-            return kind(*values)  # a named tuple
-        return kind(values)
 
-    return build(spec)
+# Module-level recursion, not nested closures: a closure that calls itself is a reference cycle, which
+# would keep the leaves (tensors, arrays) alive until the garbage collector runs.
+def _walk(node, leaves, what):
+    if is_leaf(node):
+        leaves.append(node)
+        return _LEAF
+    if node is None:
+        return None
+    if isinstance(node, (list, tuple)):
+        return (type(node), None, tuple(_walk(c, leaves, what) for c in node))
+    if isinstance(node, dict):
+        return (type(node), tuple(node), tuple(_walk(v, leaves, what) for v in node.values()))
+    raise TypeError(
+        f"{what}: cannot differentiate with respect to a {type(node).__name__}; pass arrays, tensors, "
+        "Python numbers, or lists/tuples/dicts of them"
+    )
+
+
+def _build(spec, it):
+    if spec is _LEAF:
+        return next(it)
+    if spec is None:
+        return None
+    kind, keys, children = spec
+    values = [_build(c, it) for c in children]
+    if keys is not None:
+        return kind(zip(keys, values))
+    if kind is not tuple and issubclass(kind, tuple):
+        return kind(*values)  # a named tuple
+    return kind(values)

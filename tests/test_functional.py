@@ -2,9 +2,11 @@
 
 import collections
 import contextlib
+import gc
 import io
 import pathlib
 import re
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -324,3 +326,29 @@ def test_readme_newton_example_prints_what_the_readme_shows():
         exec(code, {})
     assert out.getvalue() == shown
     assert shown.splitlines()[-1].endswith("p = [1. 1.]")  # converged to the minimum
+
+
+def test_repeated_transforms_hold_no_memory_afterwards():
+    x = RNG.standard_normal(20_000)  # intermediates of 160 kB each
+
+    def f(x):
+        h = tg.exp(tg.sin(x)) * x
+        return (h * h).sum()
+
+    kept = []
+    tg.hessian(lambda x: f(x[:3]))(x[:3])  # warm up
+    gc.disable()  # freed by reference counting alone: no reference cycle may hold a recorded array
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(5):
+            kept.append(tg.grad(f)(x))
+            kept.append(tg.hvp(f, x, x))
+            kept.append(tg.jvp(f, (x,), (x,))[1])
+            kept.append(tg.vjp(f, x)[1](np.array(1.0))[0])
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    results = sum(k.nbytes for k in kept)
+    assert held < results + 100_000, (held, results)  # the results themselves, and nothing recorded
