@@ -15,7 +15,8 @@ Contract
 - **Forward mode.** ``jvp`` uses the double-VJP trick rather than a tangent pass: ``u -> J^T u`` computed on
   a recorded replay is linear in the cotangent ``u``, and its VJP with the tangent ``t`` is ``J t``. It costs
   one forward and two reverse passes, and needs no second table of forward rules: every op whose rule is
-  written with ``xp`` (all built-in ops, and custom ops written that way) supports it.
+  written with ``xp`` (all built-in ops, and custom ops written that way) supports it. ``jacobian`` uses
+  the same recorded ``u -> J^T u`` to compute tall Jacobians column by column.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -203,7 +205,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return jacobian(jacobian(f, argnums), argnums)
 
 
-def hvp(f: Callable, x, v):
+def hvp(f: Callable, x, v) -> Any:
     """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
 
     Reverse over reverse: the gradient of ``<grad f(x), v>``, two reverse passes whatever the size of ``x``.
@@ -228,7 +230,7 @@ def hvp(f: Callable, x, v):
     return grad(g_dot_v)(x)
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """Forward mode: ``(f(*primals), J t)`` for tangents ``t`` with the structure of ``primals``.
 
     Computed by the double-VJP trick (see the module docstring): one forward and two reverse passes.
@@ -264,7 +266,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     return finish(res, recording), finish(tree_unflatten(ospec, touts), recording)
 
 
-def vjp(f: Callable, *primals, has_aux: bool = False):
+def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
     """``(f(*primals), vjp_fn)``: ``vjp_fn(cotangent)`` gives a tuple with ``J^T cotangent`` for each primal.
 
     The cotangent has the structure of the output. ``vjp_fn`` may be called several times; its tape is
