@@ -236,7 +236,8 @@ def _is_basic_index(index):
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
 
 
-# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy lacks.
+# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy spells with
+# syntax or methods. Other array libraries have a namespace with the same names (``tapegrad.backend``).
 numpy_rules = types.SimpleNamespace(
     **{
         n: getattr(np, n)
@@ -267,6 +268,8 @@ numpy_rules = types.SimpleNamespace(
             "stack",
         )
     },
+    astype=lambda x, dtype: x.astype(dtype),
+    getitem=lambda x, index: x[index],
     scatter=_scatter_numpy,
     name="numpy",
 )
