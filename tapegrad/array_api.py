@@ -128,11 +128,13 @@ class NumpySpellings:
         items = index if isinstance(index, tuple) else (index,)
         items = tuple(i if _is_basic(i) else self.xp.asarray(i) for i in items)
         arrays = [p for p, i in enumerate(items) if not _is_basic(i)]
+        if len(items) == 1 and arrays and self.xp.isdtype(items[0].dtype, "bool"):
+            return items, None
+        if not any(i is Ellipsis for i in items):  # the standard wants every axis indexed: x[0] is x[0, ...]
+            items = items + (Ellipsis,)
         if not arrays:
             return items, None
         a = items[arrays[0]]
-        if len(items) == 1 and self.xp.isdtype(a.dtype, "bool"):
-            return items, None
         if (
             len(arrays) == 1
             and self.xp.isdtype(a.dtype, "integral")

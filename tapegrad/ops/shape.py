@@ -16,7 +16,8 @@ def _inverse(axes):
 
 def _concatenate_vjp(xp, g, ans, *xs, argnum, axis=0):
     start = int(np.sum([xs[i].shape[axis] for i in range(argnum)], dtype=np.int64))
-    return g[(slice(None),) * axis + (slice(start, start + xs[argnum].shape[axis]),)]
+    stop = start + xs[argnum].shape[axis]
+    return g[(slice(None),) * axis + (slice(start, stop), ...)]  # "...": the array API wants every axis indexed
 
 
 # fmt: off
@@ -33,7 +34,7 @@ _broadcast_to = defop("broadcast_to", lambda x, shape, *, xp=np: xp.broadcast_to
 _concatenate = defop("concatenate", lambda *xs, axis=0, xp=np: xp.concatenate(xs, axis=axis), _concatenate_vjp,
                      inputs="*", save="*.shape")
 _stack = defop("stack", lambda *xs, axis=0, xp=np: xp.stack(xs, axis=axis),
-               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum,)], inputs="*")
+               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum, ...)], inputs="*")
 getitem = defop("getitem", lambda x, index, *, xp=None: x[index] if xp is None else xp.getitem(x, index),
                 lambda xp, g, ans, x, index: xp.scatter(g, index=index, shape=x.shape), save="x.shape",
                 doc="x[index] with basic slices, integer arrays (repeats accumulate) and boolean masks.\n\n"
