@@ -621,6 +621,10 @@ def _watched_mask(args):
 def _forward_any(op, args, datas, params):
     """The forward of ``op`` in the library of its inputs (one library per op), for arrays other than NumPy's."""
     backend = common_backend(op.name, datas)
+    if backend is not NUMPY:
+        for i, d in enumerate(datas):
+            if isinstance(d, np.generic):  # a NumPy scalar acts as a Python number (in the saved values too)
+                datas[i] = d.item()
     forward = op.forward if backend is NUMPY else backend.forward(op)
     try:
         out = forward(*datas, **params)
