@@ -3,7 +3,8 @@
 A test that takes the ``backend`` fixture (registered in ``tests/conftest.py``) runs on every selected
 backend and is marked ``backend`` (``pytest -m backend`` runs only those). It builds its inputs with
 ``backend.asarray(numpy_array)``, reads results back with ``backend.to_numpy(array)`` and checks with
-``backend.is_native(array)`` that nothing was silently converted to NumPy.
+``backend.is_native(array)`` that nothing was silently converted to NumPy. Property tests can take the
+fixture too (it is session-scoped, so ``@given`` accepts it) or draw from :func:`available`.
 
 Which backends: ``TAPEGRAD_BACKENDS`` (comma separated), by default ``numpy,array_api_strict``. A backend that
 is not installed (or, for ``cupy``, has no GPU) is skipped with the reason. ``benchmarks/gpu_check.py`` runs
@@ -86,7 +87,13 @@ def _params():
     return params
 
 
-@pytest.fixture(params=_params())
+def available() -> list[ArrayBackend]:
+    """The selected backends that can run here (for ``st.sampled_from`` in property tests)."""
+    return [b for b in map(load, selected()) if not isinstance(b, str)]
+
+
+# Session scope: the backend is immutable, and hypothesis's @given refuses function-scoped fixtures.
+@pytest.fixture(scope="session", params=_params())
 def backend(request) -> ArrayBackend:
     """Runs the test once per selected array backend."""
     return request.param
