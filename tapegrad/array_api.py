@@ -24,7 +24,7 @@ import types
 
 import numpy as np
 
-__all__ = ["NumpySpellings", "cupy_spellings"]
+__all__ = ["NumpySpellings", "numpy_like_spellings", "cupy_spellings"]
 
 
 def _is_basic(item) -> bool:
@@ -156,32 +156,38 @@ class NumpySpellings:
         return basic, k, items[k]
 
 
-def cupy_spellings(cupy):
-    """CuPy's namespace plus the three helpers (``astype``, ``getitem``, ``scatter``): CuPy has NumPy's names."""
-    import cupyx
+def numpy_like_spellings(module, name: str, scatter_add, index_array=None):
+    """A library with NumPy's API (CuPy): its namespace plus ``astype``, ``getitem`` and ``scatter``.
 
+    ``scatter_add(out, index, g)`` adds with repeats accumulating (``np.add.at``, ``cupyx.scatter_add``);
+    ``index_array`` moves NumPy index arrays into the library (``cupy.asarray``: to the device).
+    """
     from .registry import _is_basic_index
 
-    def on_device(index):
-        # NumPy index arrays (a user's np.array([0, 2])) go to the device with the data.
+    def own(index):
+        if index_array is None:
+            return index
         items = index if isinstance(index, tuple) else (index,)
-        items = tuple(cupy.asarray(i) if isinstance(i, (np.ndarray, list)) else i for i in items)
+        items = tuple(index_array(i) if isinstance(i, (np.ndarray, list)) else i for i in items)
         return items if isinstance(index, tuple) else items[0]
 
     def scatter(g, index, shape):
-        out = cupy.zeros(shape, dtype=g.dtype)
-        index = on_device(index)
+        out = module.zeros(shape, dtype=g.dtype)
+        index = own(index)
         if _is_basic_index(index):
             out[index] = g  # basic indexing never repeats an element
         else:
-            cupyx.scatter_add(out, index, g)  # repeated integer indices must accumulate
+            scatter_add(out, index, g)  # repeated integer indices must accumulate
         return out
 
-    names = {k: v for k, v in vars(cupy).items() if not k.startswith("_")}
-    return types.SimpleNamespace(
-        **names,
-        astype=lambda x, dtype: x.astype(dtype),
-        getitem=lambda x, index: x[on_device(index)],
-        scatter=scatter,
-        name="cupy",
-    )
+    names = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+    names.update(astype=lambda x, dtype: x.astype(dtype), getitem=lambda x, index: x[own(index)])
+    names.update(scatter=scatter, name=name)
+    return types.SimpleNamespace(**names)
+
+
+def cupy_spellings(cupy):
+    """CuPy has NumPy's names; NumPy index arrays (a user's ``np.array([0, 2])``) go to the device."""
+    import cupyx
+
+    return numpy_like_spellings(cupy, "cupy", cupyx.scatter_add, cupy.asarray)

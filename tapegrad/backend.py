@@ -36,7 +36,7 @@ import inspect
 
 import numpy as np
 
-__all__ = ["Backend", "backend_of", "common_backend", "to_numpy", "NUMPY"]
+__all__ = ["Backend", "backend_of", "common_backend", "register", "to_numpy", "NUMPY"]
 
 
 class Backend:
@@ -67,7 +67,10 @@ class Backend:
 
     def copy(self, a):
         """A new buffer holding ``a``."""
-        return self.xp.asarray(a, copy=True) if self is not NUMPY else np.array(a)
+        if self is NUMPY:
+            return np.array(a)
+        method = getattr(a, "copy", None)  # CuPy's asarray has no copy=; array API arrays have no copy()
+        return method() if method is not None else self.xp.asarray(a, copy=True)
 
     def is_floating(self, dtype) -> bool:
         """Whether arrays of ``dtype`` can carry a gradient (real or complex floating point)."""
@@ -161,6 +164,19 @@ def _cupy():
     from .array_api import cupy_spellings
 
     return Backend("cupy", cupy, cupy_spellings(cupy))
+
+
+def register(array_type: type, backend: Backend) -> None:
+    """Use ``backend`` for arrays of ``array_type`` (a library that neither is CuPy nor has the array API).
+
+    >>> import numpy as np
+    >>> from tapegrad.array_api import numpy_like_spellings
+    >>> class Pinned(np.ndarray): pass
+    >>> register(Pinned, Backend("pinned", np, numpy_like_spellings(np, "pinned", np.add.at)))
+    >>> backend_of(np.ones(2).view(Pinned)).name
+    'pinned'
+    """
+    _BY_TYPE[array_type] = backend
 
 
 def common_backend(what: str, arrays) -> Backend:
