@@ -621,17 +621,19 @@ def _watched_mask(args):
 def _forward_any(op, args, datas, params):
     """The forward of ``op`` in the library of its inputs (one library per op), for arrays other than NumPy's."""
     backend = common_backend(op.name, datas)
-    if backend is not NUMPY:
+    if backend is NUMPY:
+        forward = op.forward
+    else:
+        forward = backend.forward(op)
         for i, d in enumerate(datas):
-            if isinstance(d, np.generic):  # a NumPy scalar acts as a Python number (in the saved values too)
-                datas[i] = d.item()
-    forward = op.forward if backend is NUMPY else backend.forward(op)
+            if isinstance(d, np.generic) and not isinstance(args[i], Tensor):
+                datas[i] = d.item()  # a NumPy scalar acts as a Python number (in the saved values too)
     try:
         out = forward(*datas, **params)
     except ValueError as err:
         raise _shape_error(op, args, err) from None
-    if backend is NUMPY and out.__class__ is not _ndarray:
-        out = np.asarray(out)
+    if out.__class__ is not _ndarray and (backend is NUMPY or isinstance(out, np.generic)):
+        out = backend.asarray(out)  # a scalar where the library should have given a 0-d array
     return out
 
 
