@@ -6,9 +6,13 @@ backend and is marked ``backend`` (``pytest -m backend`` runs only those). It bu
 ``backend.is_native(array)`` that nothing was silently converted to NumPy. Property tests can take the
 fixture too (it is session-scoped, so ``@given`` accepts it) or draw from :func:`available`.
 
-Which backends: ``TAPEGRAD_BACKENDS`` (comma separated), by default ``numpy,array_api_strict``. A backend that
-is not installed (or, for ``cupy``, has no GPU) is skipped with the reason. ``benchmarks/gpu_check.py`` runs
-the marked tests with ``TAPEGRAD_BACKENDS=cupy``.
+Which backends: ``TAPEGRAD_BACKENDS`` (comma separated), by default ``numpy,array_api_strict,numpy_like``. A
+backend that is not installed (or, for ``cupy``, has no GPU) is skipped with the reason.
+``benchmarks/gpu_check.py`` runs the marked tests with ``TAPEGRAD_BACKENDS=cupy``.
+
+``numpy_like`` stands in for CuPy on machines without a GPU: NumPy arrays under another type (``StandIn``),
+registered as a library with NumPy's API, so the code path CuPy takes (``numpy_like_spellings``, forwards by
+name, scatter-add, gradients that must stay in their library) runs in every CI run.
 
     def test_exp_gradient(backend):
         x = tg.Tensor(backend.asarray(np.ones(3)), requires_grad=True)
@@ -19,13 +23,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from tapegrad.backend import to_numpy
+from tapegrad.array_api import numpy_like_spellings
+from tapegrad.backend import Backend, register, to_numpy
 
 
 @dataclass(frozen=True)
@@ -59,11 +65,37 @@ def _cupy():
     return ArrayBackend("cupy", cupy.asarray, cupy.asnumpy, cupy.ndarray)
 
 
-_MAKERS = {"numpy": _numpy, "array_api_strict": _array_api_strict, "cupy": _cupy}
+class StandIn(np.ndarray):
+    """A NumPy array under another type: a library with NumPy's API that is not NumPy (as CuPy is)."""
+
+
+def _stand_in(f):
+    def call(*args, **kwargs):
+        out = f(*args, **kwargs)
+        if isinstance(out, (np.ndarray, np.generic)):  # CuPy returns 0-d arrays where NumPy gives scalars
+            return np.asarray(out).view(StandIn)
+        return out
+
+    return call
+
+
+def _numpy_like():
+    ns = types.SimpleNamespace(
+        **{k: v if isinstance(v, type) or not callable(v) else _stand_in(v) for k, v in vars(np).items() if k[0] != "_"}
+    )
+    register(StandIn, Backend("numpy_like", ns, numpy_like_spellings(ns, "numpy_like", np.add.at, np.asarray)))
+    return ArrayBackend("numpy_like", lambda a: np.array(a).view(StandIn), lambda a: np.array(a), StandIn)
+
+
+_MAKERS = {"numpy": _numpy, "array_api_strict": _array_api_strict, "numpy_like": _numpy_like, "cupy": _cupy}
 
 
 def selected() -> list[str]:
-    names = [n.strip() for n in os.environ.get("TAPEGRAD_BACKENDS", "numpy,array_api_strict").split(",") if n.strip()]
+    names = [
+        n.strip()
+        for n in os.environ.get("TAPEGRAD_BACKENDS", "numpy,array_api_strict,numpy_like").split(",")
+        if n.strip()
+    ]
     unknown = set(names) - set(_MAKERS)
     if unknown:
         raise ValueError(f"TAPEGRAD_BACKENDS: unknown backends {sorted(unknown)}; known: {sorted(_MAKERS)}")
