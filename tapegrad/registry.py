@@ -142,6 +142,11 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
 
+    On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
+    function (``np.exp``) is replaced by that library's function of the same name, a forward with a
+    keyword-only ``xp`` parameter is called with ``xp=`` NumPy's names for that library, and any other forward
+    (written with operators, as ``cube_demo`` below) runs as it is. Rules get the same names as ``xp``.
+
     >>> import numpy as np, tapegrad as tg
     >>> from tapegrad.registry import defop
     >>> cube = defop("cube_demo", lambda x: x ** 3, lambda xp, g, ans, x: g * 3 * x * x, save="x", register=False)
