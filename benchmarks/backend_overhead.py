@@ -82,7 +82,10 @@ def main(argv=None):
     for k, ts in times.items():
         med = statistics.median(ts)
         q1, _, q3 = statistics.quantiles(ts, n=4)
-        print(f"  {k:>10}: median {med:.3f}  (quartiles {q1:.3f} .. {q3:.3f})  ratio {med / base:.3f}")
+        print(
+            f"  {k:>10}: median {med:.3f}  (quartiles {q1:.3f} .. {q3:.3f}, best {min(ts):.3f})  "
+            f"ratio {med / base:.3f}, best {min(ts) / min(times[args.ref]):.3f}"
+        )
 
 
 if __name__ == "__main__":
