@@ -640,6 +640,11 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
+    if all(d.__class__ in _PLAIN for d in datas):
+        try:
+            return Tensor._wrap(np.asarray(op.forward(*datas, **params)))
+        except ValueError as err:
+            raise _shape_error(op, args, err) from None
     return Tensor._wrap(_forward_any(op, args, datas, params))
 
 
