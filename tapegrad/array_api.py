@@ -24,7 +24,11 @@ import types
 
 import numpy as np
 
-__all__ = ["NumpySpellings", "numpy_like_spellings", "cupy_spellings"]
+__all__ = ["NumpySpellings", "numpy_like_spellings", "cupy_spellings", "MissingFunction"]
+
+
+class MissingFunction(NotImplementedError, AttributeError):
+    """A library lacks a function an op needs (an AttributeError too, so ``getattr(fx, name, None)`` works)."""
 
 
 def _is_basic(item) -> bool:
@@ -45,7 +49,7 @@ class NumpySpellings:
         try:
             f = getattr(self.xp, attr)
         except AttributeError:
-            raise AttributeError(f"the {self.name} backend has no {attr}") from None
+            raise MissingFunction(f"the {self.name} backend has no {attr}") from None
         setattr(self, attr, f)
         return f
 

@@ -100,7 +100,7 @@ def _resolve(op, backend):
 
 def _missing(op_name, backend_name, what):
     def raise_(*args, **kwargs):
-        raise NotImplementedError(f"{op_name}: the {backend_name} backend has no {what}")
+        raise NotImplementedError(f"{op_name}: the {backend_name} backend has no {what}; compute it in NumPy or CuPy")
 
     return raise_
 
