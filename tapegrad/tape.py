@@ -632,6 +632,10 @@ def _forward_any(op, args, datas, params):
         out = forward(*datas, **params)
     except ValueError as err:
         raise _shape_error(op, args, err) from None
+    except AttributeError as err:
+        if isinstance(err, NotImplementedError):  # a function the library lacks: say which op needed it
+            raise NotImplementedError(f"{op.name}: {err}") from None
+        raise
     if out.__class__ is not _ndarray and (backend is NUMPY or isinstance(out, np.generic)):
         out = backend.asarray(out)  # a scalar where the library should have given a 0-d array
     return out
