@@ -157,3 +157,14 @@ def test_what_a_library_cannot_do_raises_not_implemented_naming_the_op_and_libra
         x[np.array([0, 1]), np.array([2, 2])]  # two integer arrays: no scatter-add for their adjoint
     y = x[:, np.array([2, 2, 0])]  # one integer array among slices works, repeats included
     assert y.shape == (2, 3)
+
+
+def test_a_function_the_library_lacks_raises_not_implemented_naming_the_op_and_library(strict, monkeypatch):
+    import array_api_strict
+
+    x = tg.Tensor(strict.asarray(np.array([0.5, -1.0])))
+    fx = backend_module.backend_of(x.data).fx
+    monkeypatch.delattr(array_api_strict, "logaddexp")  # as a library without it would be
+    monkeypatch.delattr(fx, "logaddexp", raising=False)  # forget the cached lookup
+    with pytest.raises(NotImplementedError, match="sigmoid: the array_api_strict backend has no logaddexp"):
+        tg.sigmoid(x)
