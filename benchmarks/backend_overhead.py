@@ -3,9 +3,11 @@
 The chain is the one of the speed benchmark's *overhead* case: 1,000 elementwise ops (cycles of ``x*w``,
 ``x+b``, ``tanh``, ``x-c``) on a float64 tensor of shape (4,), then ``sum``, then ``backward``. The package at
 ``--ref`` (default ``main``) is extracted from git into a temporary folder under another name, so both versions
-run in the same interpreter, round by round, and their medians are compared::
+run in the same interpreter, round by round, and their medians are compared. Times are this process's CPU
+time by default (``--clock cpu``), so other work on a shared machine does not count; ``--clock wall`` for
+wall-clock time::
 
-    python benchmarks/backend_overhead.py --ref main --rounds 41
+    python benchmarks/backend_overhead.py --ref main --rounds 201
 """
 
 from __future__ import annotations
@@ -42,11 +44,11 @@ def load_ref(ref: str, where: pathlib.Path):
     return importlib.import_module(name)
 
 
-def chain(tg, n_ops: int = 1000):
+def chain(tg, n_ops: int = 1000, clock=time.process_time):
     """One forward + backward of the overhead chain; returns seconds per op."""
     x0 = tg.Tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
     w, b, c = tg.Tensor(np.full(4, 0.9)), tg.Tensor(np.full(4, 0.1)), tg.Tensor(np.full(4, 0.05))
-    start = time.perf_counter()
+    start = clock()
     with tg.tape.record():
         x = x0
         for _ in range(n_ops // 4):
@@ -56,16 +58,19 @@ def chain(tg, n_ops: int = 1000):
             x = x - c
         loss = x.sum()
     loss.backward()
-    return (time.perf_counter() - start) / (n_ops + 1)
+    return (clock() - start) / (n_ops + 1)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="main", help="git ref to compare this tree against")
-    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--rounds", type=int, default=201)
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     import tapegrad as here
+
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     with tempfile.TemporaryDirectory() as tmp:
         ref = load_ref(args.ref, pathlib.Path(tmp))
@@ -75,8 +80,10 @@ def main(argv=None):
         times = {k: [] for k in engines}
         for _ in range(args.rounds):
             for k, tg in engines.items():
-                times[k].append(chain(tg) * 1e6)
-    print(f"numpy {np.__version__}, python {sys.version.split()[0]}, {args.rounds} interleaved rounds")
+                times[k].append(chain(tg, clock=clock) * 1e6)
+    print(
+        f"numpy {np.__version__}, python {sys.version.split()[0]}, {args.rounds} interleaved rounds, {args.clock} time"
+    )
     print("overhead chain (1,000 elementwise ops on shape (4,), forward + backward), microseconds per op:")
     base = statistics.median(times[args.ref])
     for k, ts in times.items():
