@@ -6,8 +6,9 @@ inputs, and so do its backward rules: gradients of CuPy tensors stay on the devi
 
 Contract
 --------
-- **NumPy pays nothing.** ``tape.apply`` checks each input's class against ``numpy.ndarray`` and, when all are
-  NumPy, calls the op's NumPy forward directly, as before. Only other arrays come here.
+- **NumPy pays one class check per input.** ``tape.apply`` checks each input's class against ``numpy.ndarray``
+  in the pass it already makes and, when all are NumPy, calls the op's NumPy forward directly, as before.
+  Only other arrays come here.
 - **One library per op.** :func:`common_backend` finds the backend of every array input, cached per array
   type (a dict lookup after the first time); two libraries in one op are a ``TypeError`` naming the op and
   both libraries. Python scalars (and NumPy scalars) mix with any library.
@@ -15,8 +16,8 @@ Contract
   (``np.exp``) is looked up by name in the backend's *NumPy spellings* (``fx``); a forward with a keyword-only
   ``xp`` parameter gets ``xp=fx``; any other forward (written with operators) runs as it is.
 - **Rules per backend.** ``Backend.fx`` is also the namespace rules compute with on a plain replay: the names
-  of ``registry.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy itself;
-  other libraries get :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` ->
+  of ``registry.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy's namespace
+  plus three helpers (:func:`tapegrad.array_api.numpy_like_spellings`); other libraries get :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` ->
   ``concat``, a scatter-add for indexing, ...). What a library cannot do raises ``NotImplementedError``
   naming the op and the library.
 - **Finding the namespace.** ``array-api-compat`` (the ``backends`` extra) when installed, else the array's
