@@ -132,6 +132,8 @@ def test_backend_lookup_is_cached_per_array_type():
     b = backend_module.backend_of(a)
     assert b.name == "array_api_strict" and backend_module._BY_TYPE[type(a)] is b
     assert backend_module.backend_of(strict.asarray(np.ones(3, dtype=np.float32))) is b
+    assert b.forward(tg.exp.op) is b.forward(tg.exp.op)  # resolved once per op, not per call
+    assert b.forward(tg.REGISTRY["sum"]).keywords == {"xp": b.fx}  # a forward taking xp= gets the library's names
 
 
 @pytest.fixture
