@@ -142,6 +142,11 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
 
+    On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
+    function (``np.exp``) is replaced by that library's function of the same name, a forward with a
+    keyword-only ``xp`` parameter is called with ``xp=`` NumPy's names for that library, and any other forward
+    (written with operators, as ``cube_demo`` below) runs as it is. Rules get the same names as ``xp``.
+
     >>> import numpy as np, tapegrad as tg
     >>> from tapegrad.registry import defop
     >>> cube = defop("cube_demo", lambda x: x ** 3, lambda xp, g, ans, x: g * 3 * x * x, save="x", register=False)
@@ -236,7 +241,8 @@ def _is_basic_index(index):
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
 
 
-# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy lacks.
+# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy spells with
+# syntax or methods. Other array libraries have a namespace with the same names (``tapegrad.backend``).
 numpy_rules = types.SimpleNamespace(
     **{
         n: getattr(np, n)
@@ -267,6 +273,8 @@ numpy_rules = types.SimpleNamespace(
             "stack",
         )
     },
+    astype=lambda x, dtype: x.astype(dtype),
+    getitem=lambda x, index: x[index],
     scatter=_scatter_numpy,
     name="numpy",
 )

@@ -31,13 +31,15 @@ Contract
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import weakref
 
 import numpy as np
 
-from .registry import numpy_rules, unbroadcast
+from .backend import NUMPY, backend_of, common_backend
+from .registry import Shape, numpy_rules, unbroadcast
 from .tensor import Tensor
 
 __all__ = [
@@ -52,6 +54,8 @@ __all__ = [
 
 _getrefcount = sys.getrefcount
 _new_tensor = Tensor.__new__
+_ndarray = np.ndarray
+_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # raw inputs NumPy runs as is
 _clock = 0  # bumped by every in-place change made through tapegrad; entries remember its value
 _watch_used = False  # set once any tape watches a tensor, so plain recording never looks
 
@@ -231,9 +235,9 @@ class Tape:
         seen, total = set(), 0
         for rec in self.entries:
             for a in (*rec[2], rec[3]):
-                if isinstance(a, np.ndarray) and id(a) not in seen:
+                if _is_array(a) and id(a) not in seen:
                     seen.add(id(a))
-                    total += a.nbytes
+                    total += _nbytes(a)
         return total
 
     def __repr__(self) -> str:
@@ -335,7 +339,7 @@ class Tape:
         for s in flat:
             g = found.get(_key_of(s))
             if g is None and unconnected == "zero":
-                g = np.zeros_like(s._data)
+                g = (backend_of(s._data) or NUMPY).xp.zeros_like(s._data)
             out.append(g)
         return rebuild(out)
 
@@ -368,8 +372,11 @@ class Tape:
             if self not in saved_active:
                 self._ref.outer += tuple(t._ref for t in saved_active)
                 _state.active = saved_active + (self,)
-        else:
+        elif roots[0][1].__class__ is _ndarray:
             xp = numpy_rules
+        else:  # every entry a root reaches ran in the root's library (one library per op)
+            xp = common_backend("backward", [seed for _, seed in roots]).fx
+            xp = numpy_rules if xp is np else xp
         # The common replay (no hooks, no gradient() sources, not recorded) skips every optional step.
         slow = create_graph or found is not None or _hooks_on or observer is not None
         pop, get = grads.pop, grads.get
@@ -509,9 +516,13 @@ def apply(op, args, params):
     active = _state.active
     top = active[-1]._ref if active else None
     foreign = None
+    plain = True  # every array is NumPy: call the NumPy forward directly (tapegrad.backend for the others)
     for a in args:
         if isinstance(a, Tensor):
-            datas.append(a._data)
+            d = a._data
+            if d.__class__ is not _ndarray:
+                plain = False
+            datas.append(d)
             node = a._node
             if node is not None:
                 srcs.append(node)
@@ -523,15 +534,20 @@ def apply(op, args, params):
                 if a.requires_grad:
                     mask |= 1 << bit
         else:
+            if a.__class__ not in _PLAIN:
+                plain = False
             datas.append(a)
             srcs.append(None)
         bit += 1
-    try:
-        out = op.forward(*datas, **params) if params else op.forward(*datas)
-    except ValueError as err:
-        raise _shape_error(op, args, err) from None
-    if out.__class__ is not np.ndarray:
-        out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
+    if plain:
+        try:
+            out = op.forward(*datas, **params) if params else op.forward(*datas)
+        except ValueError as err:
+            raise _shape_error(op, args, err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
+    else:
+        out = _forward_any(op, args, datas, params)
     t = _new_tensor(Tensor)
     t._data = out
     t.grad = None
@@ -603,19 +619,43 @@ def _watched_mask(args):
     return mask
 
 
+def _forward_any(op, args, datas, params):
+    """The forward of ``op`` in the library of its inputs (one library per op), for arrays other than NumPy's."""
+    backend = common_backend(op.name, datas)
+    if backend is NUMPY:
+        forward = op.forward
+    else:
+        forward = backend.forward(op)
+        for i, d in enumerate(datas):
+            if isinstance(d, np.generic) and not isinstance(args[i], Tensor):
+                datas[i] = d.item()  # a NumPy scalar acts as a Python number (in the saved values too)
+    try:
+        out = forward(*datas, **params)
+    except ValueError as err:
+        raise _shape_error(op, args, err) from None
+    except AttributeError as err:
+        if isinstance(err, NotImplementedError):  # a function the library lacks: say which op needed it
+            raise NotImplementedError(f"{op.name}: {err}") from None
+        raise
+    if out.__class__ is not _ndarray and (backend is NUMPY or isinstance(out, np.generic)):
+        out = backend.asarray(out)  # a scalar where the library should have given a 0-d array
+    return out
+
+
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
-    try:
-        out = op.forward(*datas, **params)
-    except ValueError as err:
-        raise _shape_error(op, args, err) from None
-    return Tensor._wrap(np.asarray(out))
+    if all(d.__class__ in _PLAIN for d in datas):
+        try:
+            return Tensor._wrap(np.asarray(op.forward(*datas, **params)))
+        except ValueError as err:
+            raise _shape_error(op, args, err) from None
+    return Tensor._wrap(_forward_any(op, args, datas, params))
 
 
 def _shape_error(op, args, err):
     shapes = ", ".join(
-        str(a.shape) if isinstance(a, Tensor) else (str(np.shape(a)) if not np.isscalar(a) else "scalar") for a in args
+        str(a.shape) if hasattr(a, "shape") else (str(np.shape(a)) if not np.isscalar(a) else "scalar") for a in args
     )
     return ValueError(f"{op.name}: incompatible shapes {shapes}: {err}")
 
@@ -640,15 +680,31 @@ def _seed(target, gradient, what, differentiable=False):
                 f"{what}() needs a gradient argument for a non-scalar output of shape {data.shape}: "
                 f"call .sum() (or .mean()) first, or pass gradient= an array of shape {data.shape}"
             )
-        return np.ones_like(data)
-    if isinstance(gradient, Tensor):
-        # A recorded replay keeps a tensor cotangent, so the result is differentiable in it too (jvp).
-        g = gradient if differentiable else gradient._data
+        return np.ones_like(data) if data.__class__ is _ndarray else backend_of(data).xp.ones_like(data)
+    if differentiable and isinstance(gradient, Tensor):
+        g = gradient  # a recorded replay keeps a tensor cotangent, so the result is differentiable in it too (jvp)
     else:
-        g = np.asarray(gradient, dtype=data.dtype)
+        g = gradient._data if isinstance(gradient, Tensor) else gradient
+        if g.__class__ is not _ndarray or data.__class__ is not _ndarray:
+            g = _seed_any(data, g)  # a list, a number or another library's array
+        elif g.dtype != data.dtype:
+            g = g.astype(data.dtype)
     if g.shape != data.shape:
         raise ValueError(f"{what}(): the gradient argument has shape {g.shape} but the output has shape {data.shape}")
     return g
+
+
+def _seed_any(data, g):
+    # A seed given as a list, a number or another library's array is made an array of the output's library.
+    b = backend_of(data) or NUMPY
+    gb = backend_of(g)
+    if gb is b:
+        return g if g.dtype == data.dtype else b.astype(g, data.dtype)
+    if gb is not None:
+        from .backend import to_numpy
+
+        g = to_numpy(g)
+    return b.asarray(g, dtype=data.dtype)
 
 
 def _consumed_message(state):
@@ -679,10 +735,24 @@ def _fresh(g, dtype, refs):
 
     ``refs`` is how many references the caller's frame holds besides its own local (1 means only that local).
     """
+    if g.__class__ is not _ndarray:
+        return _fresh_any(g, dtype, refs)
     if g.dtype != dtype:
         return g.astype(dtype)
-    if g.__class__ is not np.ndarray or g.base is not None or not g.flags.writeable or refs > 1:
+    if g.base is not None or not g.flags.writeable or refs > 1:
         return np.array(g)
+    return g
+
+
+def _fresh_any(g, dtype, refs):
+    # Another library's gradient stays in that library (on the GPU for CuPy); copied unless provably private.
+    b = backend_of(g)
+    if b is None:  # a NumPy scalar
+        return np.array(g, dtype=dtype)
+    if g.dtype != dtype:
+        return b.astype(g, dtype)
+    if refs > 1 or getattr(g, "base", True) is not None:  # array API arrays do not say whether they are views
+        return b.copy(g)
     return g
 
 
@@ -726,11 +796,29 @@ def _as_tensors(g, ans, vals, srcs, node, op):
         ans = wrap(ans, node)
     vals = tuple(
         wrap(v, s)
-        if isinstance(v, np.ndarray) and s.__class__ is Node
-        else (s if isinstance(v, np.ndarray) and isinstance(s, Tensor) and s._data is v else v)
+        if _is_array(v) and s.__class__ is Node
+        else (s if _is_array(v) and isinstance(s, Tensor) and s._data is v else v)
         for v, s in zip(vals, srcs)
     )
     return g, ans, vals
+
+
+def _is_array(v):
+    return v.__class__ is _ndarray or (v is not None and v.__class__ is not Shape and backend_of(v) is not None)
+
+
+def _nbytes(a):
+    n = getattr(a, "nbytes", None)
+    if n is None:  # the array API has no nbytes: count from the dtype's bits
+        xp = backend_of(a).xp
+        if xp.isdtype(a.dtype, "bool"):
+            bits = 8
+        elif xp.isdtype(a.dtype, "integral"):
+            bits = xp.iinfo(a.dtype).bits
+        else:
+            bits = xp.finfo(a.dtype).bits * (2 if xp.isdtype(a.dtype, "complex floating") else 1)
+        n = math.prod(a.shape) * bits // 8
+    return n
 
 
 _hooks_on = False
@@ -769,7 +857,8 @@ def _tensor_rules():
 
 
 def _check_float(x, what):
-    if x._data.dtype.kind not in "fc":
+    data = x._data
+    if not (backend_of(data) or NUMPY).is_floating(data.dtype):
         raise TypeError(
             f"{what}: a tensor of dtype {x._data.dtype} cannot carry a gradient; "
             "convert it first, e.g. Tensor(x.numpy().astype(np.float64))"

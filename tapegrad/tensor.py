@@ -7,7 +7,11 @@ owns the recorded computation, so releasing the tape releases it, whatever tenso
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
+
+from .backend import NUMPY, backend_of
 
 __all__ = ["Tensor", "tensor"]
 
@@ -15,7 +19,8 @@ __all__ = ["Tensor", "tensor"]
 class Tensor:
     """An n-dimensional array that tapegrad can differentiate.
 
-    ``data`` is the NumPy array; ``grad`` is None until a backward pass reaches the tensor, then an array of
+    ``data`` is the array: NumPy's by default, or CuPy's or any array API library's (``tapegrad.backend``),
+    kept as given, so a tensor stays where its array lives; ``grad`` is None until a backward pass reaches the tensor, then an array of
     the same shape and dtype; ``requires_grad`` marks a leaf whose gradient backward should accumulate.
 
     >>> import tapegrad as tg
@@ -36,8 +41,8 @@ class Tensor:
     def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
         if isinstance(data, Tensor):
             data = data._data
-        array = np.array(data, dtype=dtype) if dtype is not None else np.asarray(data)
-        if requires_grad and array.dtype.kind not in "fc":
+        array = _as_array(data, dtype)
+        if requires_grad and not _floating(array):
             raise TypeError(
                 f"Tensor(requires_grad=True) needs floating-point data, got dtype {array.dtype}: "
                 "integer and bool tensors have no gradient; pass dtype=np.float64 (or float32)"
@@ -76,7 +81,7 @@ class Tensor:
 
     @data.setter
     def data(self, value) -> None:
-        value = value._data if isinstance(value, Tensor) else np.asarray(value)
+        value = value._data if isinstance(value, Tensor) else _as_array(value, None)
         self._data = value
         _bump_version(self)
 
@@ -123,7 +128,12 @@ class Tensor:
 
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
-        return self._data.item()
+        data = self._data
+        if hasattr(data, "item"):
+            return data.item()
+        xp = backend_of(data).xp  # the array API has no item(): convert by kind
+        kind = bool if xp.isdtype(data.dtype, "bool") else (int if xp.isdtype(data.dtype, "integral") else float)
+        return kind(xp.reshape(data, ()))
 
     def numpy(self) -> np.ndarray:
         """The underlying array (no copy). Gradients do not flow through what you do with it: inside
@@ -147,7 +157,7 @@ class Tensor:
 
     def astype(self, dtype) -> Tensor:
         """Cast to ``dtype`` (differentiable between floating dtypes)."""
-        return astype(self, dtype=np.dtype(dtype))
+        return astype(self, dtype=np.dtype(dtype) if self._data.__class__ is np.ndarray else dtype)
 
     def __array__(self, dtype=None, copy=None):
         if self._node is not None or self.requires_grad:
@@ -173,8 +183,10 @@ class Tensor:
             yield self[i]
 
     def __repr__(self) -> str:
-        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
         extra = ", requires_grad=True" if self.requires_grad else ""
+        if self._data.__class__ is not np.ndarray:  # another library: its own repr says where the data is
+            return f"Tensor({self._data!r}{extra})"
+        body = np.array2string(self._data, separator=", ", prefix="Tensor(")
         if self._data.dtype not in (np.float64, np.int64, np.bool_):
             extra = f", dtype={self._data.dtype}" + extra
         return f"Tensor({body}{extra})"
@@ -286,16 +298,16 @@ class Tensor:
     # In-place operators change the data where it is (other references see it) and bump the version.
     # They are not differentiable: inside record() on a tensor that needs a gradient, write x = x + y.
     def __iadd__(self, other):
-        return _inplace(self, other, np.add, "+=")
+        return _inplace(self, other, np.add, operator.iadd, "+=")
 
     def __isub__(self, other):
-        return _inplace(self, other, np.subtract, "-=")
+        return _inplace(self, other, np.subtract, operator.isub, "-=")
 
     def __imul__(self, other):
-        return _inplace(self, other, np.multiply, "*=")
+        return _inplace(self, other, np.multiply, operator.imul, "*=")
 
     def __itruediv__(self, other):
-        return _inplace(self, other, np.divide, "/=")
+        return _inplace(self, other, np.divide, operator.itruediv, "/=")
 
     # -- methods, each delegating to the function of the same name -----------------------------------
     def exp(self):
@@ -390,7 +402,22 @@ def _index_of(index):
     return index
 
 
-def _inplace(t, other, ufunc, symbol):
+def _as_array(data, dtype):
+    # NumPy unless data is another library's array, which stays in its library (and on its device).
+    if data.__class__ is not np.ndarray:
+        b = backend_of(data)
+        if b is not None and b is not NUMPY:
+            return b.asarray(data, dtype=dtype)
+    return np.array(data, dtype=dtype) if dtype is not None else np.asarray(data)
+
+
+def _floating(array) -> bool:
+    if array.__class__ is np.ndarray:
+        return array.dtype.kind in "fc"
+    return (backend_of(array) or NUMPY).is_floating(array.dtype)
+
+
+def _inplace(t, other, ufunc, inplace_operator, symbol):
     from .tape import is_recording
 
     if is_recording() and (t.requires_grad or t._node is not None):
@@ -398,7 +425,11 @@ def _inplace(t, other, ufunc, symbol):
             f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "
             f"the tape may need. Write x = x {symbol[0]} y, or update it outside the block"
         )
-    ufunc(t._data, other._data if isinstance(other, Tensor) else other, out=t._data)
+    other = other._data if isinstance(other, Tensor) else other
+    if t._data.__class__ is np.ndarray:
+        ufunc(t._data, other, out=t._data)
+    else:  # other libraries update in place through their operators (where they can)
+        t._data = inplace_operator(t._data, other)
     _bump_version(t)
     return t
 

@@ -3,13 +3,16 @@
 ``gradcheck(fn, *inputs)`` compares reverse-mode vector-Jacobian products with central differences in
 float64: the full Jacobian for small inputs and outputs, one random direction per input otherwise
 (``<u, J^T v>`` against ``<v, J u>``). ``gradgradcheck`` does the same for the gradient itself, computed
-through nested tapes, which checks second derivatives.
+through nested tapes, which checks second derivatives. Both take ``asarray=`` (e.g. ``cupy.asarray`` or
+``array_api_strict.asarray``) to run ``fn`` on another array library: finite differences stay in NumPy float64,
+and only the inputs handed to ``fn`` and its results cross over.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .backend import to_numpy
 from .tape import record
 from .tensor import Tensor
 
@@ -23,50 +26,50 @@ class GradcheckError(AssertionError):
 def _as_inputs(inputs):
     arrays = []
     for x in inputs:
-        a = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+        a = to_numpy(x.numpy()) if isinstance(x, Tensor) else np.asarray(x)
         if a.dtype.kind not in "fc":
             a = a.astype(np.float64)
         arrays.append(np.array(a, dtype=np.float64))  # a private float64 copy, perturbed in place
     return arrays
 
 
-def _value(fn, arrays):
-    out = fn(*[Tensor(a) for a in arrays])
-    return np.array(out.numpy() if isinstance(out, Tensor) else out, dtype=np.float64)
+def _value(fn, arrays, asarray=None):
+    out = fn(*[Tensor(a if asarray is None else asarray(a)) for a in arrays])
+    return np.array(to_numpy(out.numpy()) if isinstance(out, Tensor) else out, dtype=np.float64)
 
 
-def numerical_jacobian(fn, arrays, i, eps):
+def numerical_jacobian(fn, arrays, i, eps, asarray=None):
     """d fn / d arrays[i] by central differences: shape ``out.shape + arrays[i].shape``."""
     x = arrays[i]
-    out0 = _value(fn, arrays)
+    out0 = _value(fn, arrays, asarray)
     jac = np.zeros(out0.shape + x.shape)
     for idx in np.ndindex(*x.shape):
         old = x[idx]
         x[idx] = old + eps
-        hi = _value(fn, arrays)
+        hi = _value(fn, arrays, asarray)
         x[idx] = old - eps
-        lo = _value(fn, arrays)
+        lo = _value(fn, arrays, asarray)
         x[idx] = old
         jac[(...,) + idx] = (hi - lo) / (2 * eps)
     return jac
 
 
-def _reverse(fn, arrays, cotangent):
+def _reverse(fn, arrays, cotangent, asarray=None):
     """Gradients of <cotangent, fn(x)> for every input, and the op names the tape recorded."""
-    xs = [Tensor(a.copy(), requires_grad=True) for a in arrays]
+    xs = [Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True) for a in arrays]
     with record(persistent=True) as t:
         out = fn(*xs)
     if not isinstance(out, Tensor):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
     ops = [rec[0].name for rec in t.entries]
     if out.requires_grad:
-        out.backward(cotangent.astype(out.dtype))
+        out.backward(cotangent.astype(out.dtype) if asarray is None else asarray(cotangent))
     t.release()
     grads = []
     for x in xs:
         if x.grad is not None and x.grad.shape != x.shape:
             raise GradcheckError(f"gradient of shape {x.grad.shape} for an input of shape {x.shape}; ops: {ops}")
-        grads.append(np.zeros_like(x.numpy()) if x.grad is None else np.asarray(x.grad, dtype=np.float64))
+        grads.append(np.zeros(x.shape) if x.grad is None else np.asarray(to_numpy(x.grad), dtype=np.float64))
     return grads, ops
 
 
@@ -78,7 +81,14 @@ def _fail(kind, i, index, analytic, numeric, ops, atol, rtol):
 
 
 def gradcheck(
-    fn, *inputs, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-4, seed: int = 0, full_jacobian_max: int = 256
+    fn,
+    *inputs,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    seed: int = 0,
+    full_jacobian_max: int = 256,
+    asarray=None,
 ) -> bool:
     """Check ``fn``'s reverse-mode gradients against central finite differences, in float64.
 
@@ -91,7 +101,7 @@ def gradcheck(
     """
     arrays = _as_inputs(inputs)
     rng = np.random.default_rng(seed)
-    out0 = _value(fn, arrays)
+    out0 = _value(fn, arrays, asarray)
     size_in = int(np.sum([a.size for a in arrays]))
     if out0.size * size_in <= full_jacobian_max:
         # Full Jacobian: one backward per output element, one pair of evaluations per input element.
@@ -101,25 +111,25 @@ def gradcheck(
             v = np.zeros(out0.size)
             if out0.size:
                 v[k] = 1.0
-            grads, ops = _reverse(fn, arrays, v.reshape(out0.shape))
+            grads, ops = _reverse(fn, arrays, v.reshape(out0.shape), asarray)
             rows.append(grads)
         for i in range(len(arrays)):
-            numeric = numerical_jacobian(fn, arrays, i, eps).reshape(out0.size, *arrays[i].shape)
+            numeric = numerical_jacobian(fn, arrays, i, eps, asarray).reshape(out0.size, *arrays[i].shape)
             analytic = np.stack([r[i] for r in rows]) if out0.size else numeric
             _compare("full Jacobian", i, analytic, numeric, ops, atol, rtol)
         return True
     # One random cotangent v; per-element differences of <v, f> for small inputs, a direction u otherwise.
     v = rng.standard_normal(out0.shape)
-    grads, ops = _reverse(fn, arrays, v)
+    grads, ops = _reverse(fn, arrays, v, asarray)
     for i, x in enumerate(arrays):
         if x.size <= full_jacobian_max:
             numeric = np.zeros_like(x)
             for idx in np.ndindex(*x.shape):
                 old = x[idx]
                 x[idx] = old + eps
-                hi = np.sum(v * _value(fn, arrays))
+                hi = np.sum(v * _value(fn, arrays, asarray))
                 x[idx] = old - eps
-                lo = np.sum(v * _value(fn, arrays))
+                lo = np.sum(v * _value(fn, arrays, asarray))
                 x[idx] = old
                 numeric[idx] = (hi - lo) / (2 * eps)
             _compare("vector-Jacobian product", i, grads[i], numeric, ops, atol, rtol)
@@ -127,9 +137,9 @@ def gradcheck(
             u = rng.standard_normal(x.shape)
             saved = x.copy()
             x += eps * u
-            hi = _value(fn, arrays)
+            hi = _value(fn, arrays, asarray)
             x[...] = saved - eps * u
-            lo = _value(fn, arrays)
+            lo = _value(fn, arrays, asarray)
             x[...] = saved
             numeric = np.sum(v * (hi - lo)) / (2 * eps)
             analytic = np.sum(u * grads[i])
@@ -149,7 +159,9 @@ def _compare(kind, i, analytic, numeric, ops, atol, rtol):
         )
 
 
-def gradgradcheck(fn, *inputs, eps: float = 1e-6, atol: float = 1e-4, rtol: float = 1e-3, seed: int = 0) -> bool:
+def gradgradcheck(
+    fn, *inputs, eps: float = 1e-6, atol: float = 1e-4, rtol: float = 1e-3, seed: int = 0, asarray=None
+) -> bool:
     """Check second derivatives: the gradient of ``<v, fn(x)>``, computed on nested tapes, against finite
     differences of itself (so every rule's own rule is exercised).
 
@@ -158,7 +170,7 @@ def gradgradcheck(fn, *inputs, eps: float = 1e-6, atol: float = 1e-4, rtol: floa
     True
     """
     arrays = _as_inputs(inputs)
-    v = np.random.default_rng(seed + 1).standard_normal(_value(fn, arrays).shape)
+    v = np.random.default_rng(seed + 1).standard_normal(_value(fn, arrays, asarray).shape)
 
     def gradient_of(*xs):
         from .ops import concatenate, reshape
@@ -167,9 +179,9 @@ def gradgradcheck(fn, *inputs, eps: float = 1e-6, atol: float = 1e-4, rtol: floa
             for x in xs:
                 inner.watch(x)
             out = fn(*xs)
-            s = (out * v.astype(out.dtype)).sum()
+            s = (out * (v.astype(out.dtype) if asarray is None else asarray(v))).sum()
         grads = inner.gradient(s, list(xs), unconnected="zero")
         flat = [reshape(g if isinstance(g, Tensor) else Tensor(g), (-1,)) for g in grads]
         return concatenate(flat)
 
-    return gradcheck(gradient_of, *arrays, eps=eps, atol=atol, rtol=rtol, seed=seed)
+    return gradcheck(gradient_of, *arrays, eps=eps, atol=atol, rtol=rtol, seed=seed, asarray=asarray)

@@ -1,5 +1,8 @@
 """Every registered op at fixed inputs: value against NumPy, gradient and second derivative against finite
-differences, gradient shape and dtype, float32 against float64. Rows come from ``op_table.OPS``."""
+differences, gradient shape and dtype, float32 against float64. Rows come from ``op_table.OPS``.
+
+Tests taking the ``backend`` fixture run once per array backend (NumPy and array_api_strict by default, see
+tests/backends.py): inputs are made in that library, results must stay in it, values are compared in NumPy."""
 
 import numpy as np
 import pytest
@@ -24,48 +27,50 @@ def _inputs(case, shapes, dtype=np.float64, seed=0):
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_value_matches_numpy(case, shapes, kwargs, dtype):
+def test_value_matches_numpy(case, shapes, kwargs, dtype, backend):
     arrays = _inputs(case, shapes, dtype)
-    out = case.fn(*[tg.Tensor(a) for a in arrays], **kwargs)
+    out = case.fn(*[tg.Tensor(backend.asarray(a)) for a in arrays], **kwargs)
     expected = case.ref(*arrays, **kwargs)
     assert out.shape == np.shape(expected)
-    assert out.dtype == dtype
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    assert backend.is_native(out.data) and out.dtype == backend.dtype(dtype)
+    got = backend.to_numpy(out.data)
+    np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
 
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
-def test_gradient_matches_finite_differences(case, shapes, kwargs):
-    assert tg.gradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes))
+def test_gradient_matches_finite_differences(case, shapes, kwargs, backend):
+    assert tg.gradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes), asarray=backend.asarray)
 
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
-def test_second_derivative_matches_finite_differences(case, shapes, kwargs):
-    assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes))
+def test_second_derivative_matches_finite_differences(case, shapes, kwargs, backend):
+    assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes), asarray=backend.asarray)
 
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_gradient_has_input_shape_and_dtype(case, shapes, kwargs, dtype):
-    xs = [tg.Tensor(a, requires_grad=True) for a in _inputs(case, shapes, dtype)]
+def test_gradient_has_input_shape_and_dtype(case, shapes, kwargs, dtype, backend):
+    xs = [tg.Tensor(backend.asarray(a), requires_grad=True) for a in _inputs(case, shapes, dtype)]
     with tape.record():
         out = case.fn(*xs, **kwargs)
-    out.backward(np.ones(out.shape, dtype=dtype))
+    out.backward(backend.asarray(np.ones(out.shape, dtype=dtype)))
     for i, x in enumerate(xs):
         if i in case.constant_inputs:
             assert x.grad is None
         else:
-            assert x.grad is not None and x.grad.shape == x.shape and x.grad.dtype == dtype
+            assert x.grad is not None and x.grad.shape == x.shape and x.grad.dtype == backend.dtype(dtype)
+            assert backend.is_native(x.grad)  # the gradient stayed in the inputs' library (on the GPU for CuPy)
 
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
-def test_float32_gradient_agrees_with_float64(case, shapes, kwargs):
+def test_float32_gradient_agrees_with_float64(case, shapes, kwargs, backend):
     grads = {}
     for dtype in (np.float64, np.float32):
-        xs = [tg.Tensor(a, requires_grad=True) for a in _inputs(case, shapes, dtype)]
+        xs = [tg.Tensor(backend.asarray(a), requires_grad=True) for a in _inputs(case, shapes, dtype)]
         with tape.record():
             out = case.fn(*xs, **kwargs)
-        out.backward(np.ones(out.shape, dtype=dtype))
-        grads[dtype] = [x.grad for x in xs]
+        out.backward(backend.asarray(np.ones(out.shape, dtype=dtype)))
+        grads[dtype] = [None if x.grad is None else backend.to_numpy(x.grad) for x in xs]
     for g64, g32 in zip(grads[np.float64], grads[np.float32]):
         if g64 is None:
             assert g32 is None
@@ -73,37 +78,38 @@ def test_float32_gradient_agrees_with_float64(case, shapes, kwargs):
         np.testing.assert_allclose(g32, g64, rtol=1e-4, atol=1e-4)
 
 
-def test_reused_input_accumulates_across_paths():
-    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+def test_reused_input_accumulates_across_paths(backend):
+    a = np.array([1.0, 2.0])
+    x = tg.Tensor(backend.asarray(a), requires_grad=True)
     with tape.record():
         y = (x * x + x.exp() * x).sum()
     y.backward()
-    np.testing.assert_allclose(x.grad, 2 * x.data + np.exp(x.data) * (1 + x.data))
+    np.testing.assert_allclose(backend.to_numpy(x.grad), 2 * a + np.exp(a) * (1 + a))
 
 
-def test_stable_reductions_at_large_inputs():
-    big = tg.Tensor([1000.0, 1000.0, -1000.0], requires_grad=True)
+def test_stable_reductions_at_large_inputs(backend):
+    big = tg.Tensor(backend.asarray(np.array([1000.0, 1000.0, -1000.0])), requires_grad=True)
     with tape.record():
         out = tg.logsumexp(big) + tg.softmax(big)[0] + tg.log_softmax(big)[2] + tg.sigmoid(big).sum()
     out.backward()
-    assert np.isfinite(out.item()) and np.all(np.isfinite(big.grad))
+    assert np.isfinite(out.item()) and np.all(np.isfinite(backend.to_numpy(big.grad)))
     np.testing.assert_allclose(tg.logsumexp(big).item(), 1000 + np.log(2))
 
 
-def test_tied_maxima_share_the_gradient():
-    x = tg.Tensor([[3.0, 1.0, 3.0], [0.0, 2.0, 2.0]], requires_grad=True)
+def test_tied_maxima_share_the_gradient(backend):
+    x = tg.Tensor(backend.asarray(np.array([[3.0, 1.0, 3.0], [0.0, 2.0, 2.0]])), requires_grad=True)
     with tape.record():
         y = x.max(axis=1).sum() + tg.maximum(x, 2.0).sum()
     y.backward()
-    np.testing.assert_allclose(x.grad, [[1.5, 0, 1.5], [0, 1.0, 1.0]])
+    np.testing.assert_allclose(backend.to_numpy(x.grad), [[1.5, 0, 1.5], [0, 1.0, 1.0]])
 
 
-def test_repeated_integer_indices_accumulate():
-    x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
+def test_repeated_integer_indices_accumulate(backend):
+    x = tg.Tensor(backend.asarray(np.array([1.0, 2.0, 3.0])), requires_grad=True)
     with tape.record():
         y = x[np.array([0, 0, 2, 0])].sum() + x[x > 1.5].sum()
     y.backward()
-    np.testing.assert_allclose(x.grad, [3.0, 1.0, 2.0])
+    np.testing.assert_allclose(backend.to_numpy(x.grad), [3.0, 1.0, 2.0])
 
 
 @pytest.mark.parametrize(

@@ -134,5 +134,7 @@ tensor_rules = types.SimpleNamespace(
     concatenate=concatenate,
     stack=stack,
     scatter=scatter,
+    astype=lambda x, dtype: astype(x, dtype=dtype),
+    getitem=lambda x, index: getitem(x, index=index),
     name="tapegrad",
 )

@@ -4,7 +4,7 @@ import numpy as np
 
 
 def ndim_of(x) -> int:
-    return x.ndim if hasattr(x, "_data") else np.ndim(x)
+    return x.ndim if hasattr(x, "ndim") else np.ndim(x)
 
 
 def normalize_axes(x, axis, op):
@@ -30,6 +30,13 @@ def kept_shape(shape, axis):
     if axis is None:
         return (1,) * len(shape)
     return tuple(1 if i in axis else n for i, n in enumerate(shape))
+
+
+def reduced_shape(shape, axis):
+    """The shape a reduction over ``axis`` gives with keepdims=False."""
+    if axis is None:
+        return ()
+    return tuple(n for i, n in enumerate(shape) if i not in axis)
 
 
 def count(shape, axis) -> int:

@@ -12,8 +12,12 @@ greater_equal = defnondiff("greater_equal", np.greater_equal, doc="x >= y, eleme
 equal = defnondiff("equal", np.equal, doc="x == y, elementwise (no gradient).")
 not_equal = defnondiff("not_equal", np.not_equal, doc="x != y, elementwise (no gradient).")
 sign = defnondiff("sign", np.sign, doc="-1, 0 or 1 by the sign of x (its derivative is 0 almost everywhere).")
-_argmax = defnondiff("argmax", lambda x, axis=None, keepdims=False: np.argmax(x, axis=axis, keepdims=keepdims))
-_argmin = defnondiff("argmin", lambda x, axis=None, keepdims=False: np.argmin(x, axis=axis, keepdims=keepdims))
+_argmax = defnondiff(
+    "argmax", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmax(x, axis=axis, keepdims=keepdims)
+)
+_argmin = defnondiff(
+    "argmin", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmin(x, axis=axis, keepdims=keepdims)
+)
 
 
 def argmax(x, axis=None, keepdims=False):

@@ -1,16 +1,20 @@
 """Elementwise ops: a table of derivatives, one ``defop`` per op (rule signature in ``tapegrad.registry``).
 
+Forwards are NumPy functions or take ``xp=np``, so other array libraries run them too (``tapegrad.backend``).
+
 Binary ops broadcast as NumPy does; their rules return gradients in the output's shape and the replay sums
 them back to each input's shape with ``unbroadcast``.
 """
+
+import math
 
 import numpy as np
 
 from ..registry import defop
 
 
-def _sigmoid(x):
-    return np.exp(-np.logaddexp(0, -x))  # stable for large |x|, no overflow warning
+def _sigmoid(x, *, xp=np):
+    return xp.exp(-xp.logaddexp(0, -x))  # stable for large |x|, no overflow warning
 
 
 def _power_vjp_x(xp, g, ans, x, y):
@@ -18,6 +22,8 @@ def _power_vjp_x(xp, g, ans, x, y):
 
 
 def _power_vjp_y(xp, g, ans, x, y):
+    if not hasattr(x, "shape"):  # a number as the base (2.0 ** y), in any array library
+        return g * ans * (math.log(x) if x > 0 else (0.0 if x == 0 else math.nan))
     return g * ans * xp.log(xp.where(x == 0, 1, x))  # 0 ** y has d/dy = 0 for y > 0 (its limit)
 
 
@@ -87,11 +93,12 @@ tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="a
              doc="Hyperbolic tangent.\n\n>>> import tapegrad as tg\n>>> tg.tanh(tg.Tensor([0.0]))\nTensor([0.])")
 sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
                 doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
-relu = defop("relu", lambda x: np.maximum(x, 0), lambda xp, g, ans, x: xp.where(ans > 0, g, 0), save="ans",
+relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.where(ans > 0, g, 0), save="ans",
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
-_clip = defop("clip", lambda x, a_min=None, a_max=None: np.clip(x, a_min, a_max), _clip_vjp, save="x",
+_clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
-astype = defop("astype", lambda x, dtype: x.astype(dtype), lambda xp, g, ans, x, dtype: g.astype(x.dtype),
+astype = defop("astype", lambda x, dtype, *, xp=None: x.astype(dtype) if xp is None else xp.astype(x, dtype),
+               lambda xp, g, ans, x, dtype: xp.astype(g, x.dtype),
                save="x.shape", doc="Cast to dtype; the gradient is cast back.\n\n>>> import numpy as np, tapegrad as tg\n>>> tg.astype(tg.Tensor([1.0]), dtype=np.float32).dtype\ndtype('float32')")
 # fmt: on
 

@@ -8,7 +8,7 @@ stable for large inputs.
 import numpy as np
 
 from ..registry import defop
-from ._axes import count, kept_shape, normalize_axes
+from ._axes import count, kept_shape, normalize_axes, reduced_shape
 
 
 def _kept(xp, g, shape, axis, keepdims):
@@ -30,41 +30,41 @@ def _var_vjp(xp, g, ans, x, axis=None, ddof=0, keepdims=False):
 
 def _extreme_vjp(xp, g, ans, x, axis=None, keepdims=False):
     at_extreme = x == _kept(xp, ans, x.shape, axis, keepdims)
-    ties = xp.sum(at_extreme, axis=axis, keepdims=True).astype(x.dtype)
+    ties = xp.sum(xp.astype(at_extreme, x.dtype), axis=axis, keepdims=True)
     return xp.where(at_extreme, _kept(xp, g, x.shape, axis, keepdims) / ties, 0)
 
 
-def _logsumexp(x, axis=None, keepdims=False):
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)  # all -inf (or inf) along an axis: leave it to log/exp
+def _logsumexp(x, axis=None, keepdims=False, *, xp=np):
+    m = xp.max(x, axis=axis, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) along an axis: leave it to log/exp
     with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else np.reshape(out, np.sum(x, axis=axis).shape)
+        out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else xp.reshape(out, reduced_shape(x.shape, axis))
 
 
 def _logsumexp_vjp(xp, g, ans, x, axis=None, keepdims=False):
     return _kept(xp, g, x.shape, axis, keepdims) * xp.exp(x - _kept(xp, ans, x.shape, axis, keepdims))
 
 
-def _softmax(x, axis=-1):
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
+def _softmax(x, axis=-1, *, xp=np):
+    e = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return e / xp.sum(e, axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis=-1):
-    return x - _logsumexp(x, axis=axis, keepdims=True)
+def _log_softmax(x, axis=-1, *, xp=np):
+    return x - _logsumexp(x, axis=axis, keepdims=True, xp=xp)
 
 
 # fmt: off
-_sum = defop("sum", lambda x, axis=None, keepdims=False: np.sum(x, axis=axis, keepdims=keepdims),
+_sum = defop("sum", lambda x, axis=None, keepdims=False, *, xp=np: xp.sum(x, axis=axis, keepdims=keepdims),
              _sum_vjp, save="x.shape")
-_mean = defop("mean", lambda x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims),
+_mean = defop("mean", lambda x, axis=None, keepdims=False, *, xp=np: xp.mean(x, axis=axis, keepdims=keepdims),
               _mean_vjp, save="x.shape")
-_var = defop("var", lambda x, axis=None, ddof=0, keepdims=False: np.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
+_var = defop("var", lambda x, axis=None, ddof=0, keepdims=False, *, xp=np: xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
              _var_vjp, save="x")
-_max = defop("max", lambda x, axis=None, keepdims=False: np.max(x, axis=axis, keepdims=keepdims),
+_max = defop("max", lambda x, axis=None, keepdims=False, *, xp=np: xp.max(x, axis=axis, keepdims=keepdims),
              _extreme_vjp, save="x ans")
-_min = defop("min", lambda x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims),
+_min = defop("min", lambda x, axis=None, keepdims=False, *, xp=np: xp.min(x, axis=axis, keepdims=keepdims),
              _extreme_vjp, save="x ans")
 _lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans")
 _softmax_op = defop("softmax", _softmax,

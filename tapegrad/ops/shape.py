@@ -6,7 +6,7 @@ Indexing scatters the gradient back with an add, so repeated integer indices acc
 
 import numpy as np
 
-from ..registry import _scatter_numpy, defop
+from ..registry import defop, numpy_rules
 from ._axes import ndim_of, normalize_axes
 
 
@@ -16,30 +16,31 @@ def _inverse(axes):
 
 def _concatenate_vjp(xp, g, ans, *xs, argnum, axis=0):
     start = int(np.sum([xs[i].shape[axis] for i in range(argnum)], dtype=np.int64))
-    return g[(slice(None),) * axis + (slice(start, start + xs[argnum].shape[axis]),)]
+    stop = start + xs[argnum].shape[axis]
+    return g[(slice(None),) * axis + (slice(start, stop), ...)]  # "...": the array API wants every axis indexed
 
 
 # fmt: off
-_reshape = defop("reshape", lambda x, shape: np.reshape(x, shape), lambda xp, g, ans, x, shape: xp.reshape(g, x.shape),
+_reshape = defop("reshape", lambda x, shape, *, xp=np: xp.reshape(x, shape), lambda xp, g, ans, x, shape: xp.reshape(g, x.shape),
                  save="x.shape")
-_transpose = defop("transpose", lambda x, axes=None: np.transpose(x, axes),
+_transpose = defop("transpose", lambda x, axes=None, *, xp=np: xp.transpose(x, axes),
                    lambda xp, g, ans, x, axes=None: xp.transpose(g, _inverse(axes)))
-_expand_dims = defop("expand_dims", lambda x, axis: np.expand_dims(x, axis),
+_expand_dims = defop("expand_dims", lambda x, axis, *, xp=np: xp.expand_dims(x, axis),
                      lambda xp, g, ans, x, axis: xp.reshape(g, x.shape), save="x.shape")
-_squeeze = defop("squeeze", lambda x, axis=None: np.squeeze(x, axis),
+_squeeze = defop("squeeze", lambda x, axis=None, *, xp=np: xp.squeeze(x, axis),
                  lambda xp, g, ans, x, axis=None: xp.reshape(g, x.shape), save="x.shape")
-_broadcast_to = defop("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+_broadcast_to = defop("broadcast_to", lambda x, shape, *, xp=np: xp.broadcast_to(x, shape),
                       lambda xp, g, ans, x, shape: g, broadcast=True)
-_concatenate = defop("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concatenate_vjp,
+_concatenate = defop("concatenate", lambda *xs, axis=0, xp=np: xp.concatenate(xs, axis=axis), _concatenate_vjp,
                      inputs="*", save="*.shape")
-_stack = defop("stack", lambda *xs, axis=0: np.stack(xs, axis=axis),
-               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum,)], inputs="*")
-getitem = defop("getitem", lambda x, index: x[index],
+_stack = defop("stack", lambda *xs, axis=0, xp=np: xp.stack(xs, axis=axis),
+               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum, ...)], inputs="*")
+getitem = defop("getitem", lambda x, index, *, xp=None: x[index] if xp is None else xp.getitem(x, index),
                 lambda xp, g, ans, x, index: xp.scatter(g, index=index, shape=x.shape), save="x.shape",
                 doc="x[index] with basic slices, integer arrays (repeats accumulate) and boolean masks.\n\n"
                     ">>> import tapegrad as tg\n>>> tg.getitem(tg.Tensor([1.0, 2.0, 3.0]), index=slice(1, None))\nTensor([2., 3.])")
-scatter = defop("scatter", lambda g, index, shape: _scatter_numpy(g, index, shape),
-                lambda xp, g, ans, x, index, shape: g[index],
+scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter(g, index, shape),
+                lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
                     ">>> import numpy as np, tapegrad as tg\n>>> tg.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
 # fmt: on

@@ -1,0 +1,218 @@
+"""Array backends: which library a tensor's array comes from, and the functions ops call for it.
+
+A tensor's data may be a NumPy array (the default), a CuPy array (on the GPU), or an array of any library that
+implements the Python array API standard (``array_api_strict``, ...). Each op runs with the library of its
+inputs, and so do its backward rules: gradients of CuPy tensors stay on the device.
+
+Contract
+--------
+- **NumPy pays one class check per input.** ``tape.apply`` checks each input's class against ``numpy.ndarray``
+  in the pass it already makes and, when all are NumPy, calls the op's NumPy forward directly, as before.
+  Only other arrays come here.
+- **One library per op.** :func:`common_backend` finds the backend of every array input, cached per array
+  type (a dict lookup after the first time); two libraries in one op are a ``TypeError`` naming the op and
+  both libraries. Python scalars (and NumPy scalars) mix with any library.
+- **Forwards per backend, resolved once.** ``Backend.forward(op)`` is cached per op: a NumPy function
+  (``np.exp``) is looked up by name in the backend's *NumPy spellings* (``fx``); a forward with a keyword-only
+  ``xp`` parameter gets ``xp=fx``; any other forward (written with operators) runs as it is.
+- **Rules per backend.** ``Backend.fx`` is also the namespace rules compute with on a plain replay: the names
+  of ``registry.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy's namespace
+  plus three helpers (:func:`tapegrad.array_api.numpy_like_spellings`); other libraries get :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` ->
+  ``concat``, a scatter-add for indexing, ...). What a library cannot do raises ``NotImplementedError``
+  naming the op and the library.
+- **Finding the namespace.** ``array-api-compat`` (the ``backends`` extra) when installed, else the array's
+  own ``__array_namespace__()``.
+
+>>> import numpy as np
+>>> backend_of(np.ones(2)).name
+'numpy'
+>>> backend_of(2.0) is None
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+__all__ = ["Backend", "backend_of", "common_backend", "register", "to_numpy", "NUMPY"]
+
+
+class Backend:
+    """One array library: its ``name``, its namespace ``xp``, its NumPy spellings ``fx``, forwards per op."""
+
+    __slots__ = ("name", "xp", "fx", "_forwards")
+
+    def __init__(self, name: str, xp, fx):
+        self.name = name
+        self.xp = xp
+        self.fx = fx
+        self._forwards: dict = {}
+
+    def forward(self, op):
+        """The op's forward for this backend (resolved on first use, then cached)."""
+        f = self._forwards.get(op)
+        if f is None:
+            f = self._forwards[op] = _resolve(op, self)
+        return f
+
+    def asarray(self, data, dtype=None):
+        """``data`` (scalars, lists, this library's arrays) as an array of this library."""
+        return self.xp.asarray(data, dtype=dtype) if dtype is not None else self.xp.asarray(data)
+
+    def astype(self, a, dtype):
+        """``a`` cast to ``dtype``."""
+        return a.astype(dtype) if self is NUMPY else self.fx.astype(a, dtype)
+
+    def copy(self, a):
+        """A new buffer holding ``a``."""
+        if self is NUMPY:
+            return np.array(a)
+        method = getattr(a, "copy", None)  # CuPy's asarray has no copy=; array API arrays have no copy()
+        return method() if method is not None else self.xp.asarray(a, copy=True)
+
+    def is_floating(self, dtype) -> bool:
+        """Whether arrays of ``dtype`` can carry a gradient (real or complex floating point)."""
+        kind = getattr(dtype, "kind", None)
+        if isinstance(kind, str):  # NumPy dtypes, which CuPy uses too
+            return kind in "fc"
+        return bool(self.xp.isdtype(dtype, ("real floating", "complex floating")))
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"
+
+
+def _resolve(op, backend):
+    f = op.forward
+    name = getattr(f, "__name__", "")
+    if isinstance(f, np.ufunc) or (name and getattr(np, name, None) is f):
+        g = getattr(backend.fx, name, None)
+        if g is None:
+            return _missing(op.name, backend.name, name)
+        return g
+    try:
+        takes_xp = "xp" in inspect.signature(f).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        takes_xp = False
+    return functools.partial(f, xp=backend.fx) if takes_xp else f
+
+
+def _missing(op_name, backend_name, what):
+    def raise_(*args, **kwargs):
+        raise NotImplementedError(f"{op_name}: the {backend_name} backend has no {what}; compute it in NumPy or CuPy")
+
+    return raise_
+
+
+# -- finding the backend of an array ----------------------------------------------------------------------
+NUMPY = Backend("numpy", np, np)
+_SCALARS = (int, float, complex, bool, np.generic)
+_BY_TYPE: dict = {np.ndarray: NUMPY}  # array type -> Backend, or None for non-arrays (scalars, lists)
+_BY_NAMESPACE: dict = {}  # id(namespace) -> Backend, so every array type of one library shares one backend
+
+
+def backend_of(a) -> Backend | None:
+    """The backend of array ``a``, or None when ``a`` is not an array (a scalar, a list).
+
+    >>> import numpy as np
+    >>> backend_of(np.float32(1.0)) is None   # NumPy scalars mix with any library, like Python scalars
+    True
+    """
+    cls = a.__class__
+    try:
+        return _BY_TYPE[cls]
+    except KeyError:
+        pass
+    b = _find(cls, a)
+    _BY_TYPE[cls] = b
+    return b
+
+
+def _find(cls, a):
+    if issubclass(cls, _SCALARS) or isinstance(a, (list, tuple)):
+        return None
+    if issubclass(cls, np.ndarray):
+        return NUMPY
+    if cls.__module__.split(".")[0] == "cupy":
+        return _cupy()
+    ns = _namespace(a)
+    if ns is None:
+        return None
+    b = _BY_NAMESPACE.get(id(ns))
+    if b is None:
+        from .array_api import NumpySpellings
+
+        name = getattr(ns, "__name__", type(ns).__name__).replace("array_api_compat.", "")
+        b = _BY_NAMESPACE[id(ns)] = Backend(name, ns, NumpySpellings(ns, name))
+    return b
+
+
+def _namespace(a):
+    try:
+        from array_api_compat import array_namespace, is_array_api_obj
+    except ImportError:
+        get = getattr(a, "__array_namespace__", None)
+        return get() if get is not None else None
+    return array_namespace(a) if is_array_api_obj(a) else None
+
+
+@functools.cache
+def _cupy():
+    import cupy
+
+    from .array_api import cupy_spellings
+
+    return Backend("cupy", cupy, cupy_spellings(cupy))
+
+
+def register(array_type: type, backend: Backend) -> None:
+    """Use ``backend`` for arrays of ``array_type`` (a library that neither is CuPy nor has the array API).
+
+    >>> import numpy as np
+    >>> from tapegrad.array_api import numpy_like_spellings
+    >>> class Pinned(np.ndarray): pass
+    >>> register(Pinned, Backend("pinned", np, numpy_like_spellings(np, "pinned", np.add.at)))
+    >>> backend_of(np.ones(2).view(Pinned)).name
+    'pinned'
+    """
+    _BY_TYPE[array_type] = backend
+
+
+def common_backend(what: str, arrays) -> Backend:
+    """The one backend of the arrays among ``arrays`` (NumPy when there are none).
+
+    >>> import numpy as np
+    >>> common_backend("add", [np.ones(2), 1.0]).name
+    'numpy'
+    """
+    found = None
+    for a in arrays:
+        b = backend_of(a)
+        if b is None or b is found:
+            continue
+        if found is not None:
+            raise TypeError(
+                f"{what}: inputs come from two array libraries, {found.name} and {b.name}; an op runs in one "
+                f"library, so convert one of them first (e.g. tg.Tensor(xp.asarray(a)) with the other's namespace)"
+            )
+        found = b
+    return NUMPY if found is None else found
+
+
+def to_numpy(a) -> np.ndarray:
+    """A NumPy copy (or view) of an array of any backend: an explicit transfer, e.g. from the GPU.
+
+    >>> to_numpy(np.ones(2))
+    array([1., 1.])
+    """
+    if a.__class__ is np.ndarray:
+        return a
+    get = getattr(a, "get", None)  # CuPy: device to host
+    if get is not None and backend_of(a) is not None and backend_of(a).name == "cupy":
+        return get()
+    try:
+        return np.from_dlpack(a)
+    except (TypeError, AttributeError, RuntimeError, BufferError):
+        return np.asarray(a)

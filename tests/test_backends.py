@@ -1,0 +1,172 @@
+"""The tape on other array libraries: what tests/test_tape.py checks on NumPy, run on each backend, plus what
+only backends have (one library per op, NotImplementedError for what a library cannot do, the NumPy path
+never entering the backend layer). The op-by-op checks are tests/test_ops.py's, which also run per backend."""
+
+import numpy as np
+import pytest
+from backends import load
+
+import tapegrad as tg
+from tapegrad import backend as backend_module
+from tapegrad import tape
+
+
+def leaf(backend, values, dtype=np.float64):
+    return tg.Tensor(backend.asarray(np.asarray(values, dtype=dtype)), requires_grad=True)
+
+
+def _mlp_loss(X, Y, W1, b1, W2):
+    return ((tg.tanh(X @ W1 + b1) @ W2 - Y) ** 2).mean()
+
+
+def _mlp_data():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s) for s in [(8, 3), (8, 2), (3, 4), (4,), (4, 2)]]
+
+
+def test_an_mlp_step_gives_numpy_s_gradients_and_keeps_them_in_the_library(backend):
+    arrays = _mlp_data()
+    expected = []
+    for asarray, out in ((np.asarray, expected), (backend.asarray, None)):
+        X, Y = (tg.Tensor(asarray(a)) for a in arrays[:2])
+        params = [tg.Tensor(asarray(a), requires_grad=True) for a in arrays[2:]]
+        with tape.record() as t:
+            loss = _mlp_loss(X, Y, *params)
+        assert t.saved_bytes() > 0
+        loss.backward()
+        assert t.saved_bytes() == 0 and len(t) == 0  # the tape is freed on every backend
+        if out is not None:
+            out.extend(p.grad for p in params)
+    for p, g in zip(params, expected):
+        assert backend.is_native(p.grad) and p.grad.shape == p.shape
+        np.testing.assert_allclose(backend.to_numpy(p.grad), g, rtol=1e-12, atol=1e-14)
+
+
+def test_hessian_vector_product_matches_numpy(backend):
+    arrays = _mlp_data()
+    v = [np.random.default_rng(1).standard_normal(a.shape) for a in arrays[2:]]
+    results = []
+    for asarray in (np.asarray, backend.asarray):
+        X, Y = (tg.Tensor(asarray(a)) for a in arrays[:2])
+        params = [tg.Tensor(asarray(a), requires_grad=True) for a in arrays[2:]]
+        with tape.record():
+            with tape.record() as inner:
+                loss = _mlp_loss(X, Y, *params)
+            grads = inner.gradient(loss, params)
+            gv = sum((g * asarray(vi)).sum() for g, vi in zip(grads, v))
+        gv.backward()
+        results.append([p.grad for p in params])
+    for g_np, g in zip(*results):
+        assert backend.is_native(g)
+        np.testing.assert_allclose(backend.to_numpy(g), g_np, rtol=1e-10, atol=1e-12)
+
+
+def test_persistent_tape_replays_twice_and_gradients_accumulate(backend):
+    x = leaf(backend, [1.0, -2.0])
+    with tape.record(persistent=True) as t:
+        y = (x * x * 3.0).sum()
+    y.backward()
+    y.backward()
+    np.testing.assert_allclose(backend.to_numpy(x.grad), 2 * 6 * np.array([1.0, -2.0]))
+    t.release()
+    assert t.saved_bytes() == 0
+
+
+def test_changing_a_saved_value_is_detected_and_in_place_updates_work(backend):
+    w = leaf(backend, [1.0, 2.0])
+    with tape.record():
+        loss = (w * w).sum()
+    w.data = w.data * 2
+    with pytest.raises(tg.InPlaceModificationError, match="multiply"):
+        loss.backward()
+    w -= backend.asarray(np.array([0.5, 0.5]))  # an optimizer-style update outside record()
+    assert backend.is_native(w.data) and w.version > 0
+    np.testing.assert_allclose(backend.to_numpy(w.data), [1.5, 3.5])
+
+
+def test_gradient_of_sources_and_zeros_for_unconnected_stay_in_the_library(backend):
+    x, unused = leaf(backend, [1.0, 2.0]), leaf(backend, [5.0])
+    with tape.record() as t:
+        y = (tg.exp(x) * 2.0).sum()
+    gx, gu = t.gradient(y, [x, unused], unconnected="zero")
+    assert backend.is_native(gx) and backend.is_native(gu)
+    np.testing.assert_allclose(backend.to_numpy(gx), 2 * np.exp([1.0, 2.0]))
+    np.testing.assert_array_equal(backend.to_numpy(gu), [0.0])
+
+
+def test_a_seed_given_as_numpy_is_made_an_array_of_the_output_s_library(backend):
+    x = leaf(backend, [1.0, 2.0], dtype=np.float32)
+    with tape.record():
+        y = x * 2.0
+    y.backward(np.array([1.0, 3.0]))  # NumPy float64 for a float32 output of another library
+    assert backend.is_native(x.grad) and x.grad.dtype == backend.dtype(np.float32)
+    np.testing.assert_allclose(backend.to_numpy(x.grad), [2.0, 6.0])
+
+
+def test_tensor_basics_on_a_backend(backend):
+    x = leaf(backend, [[1.0, 2.0], [3.0, 4.0]])
+    assert backend.is_native(x.data) and x.shape == (2, 2) and x.ndim == 2
+    assert x.sum().item() == 10.0 and "requires_grad=True" in repr(x)
+    assert backend.is_native(x.astype(backend.dtype(np.float32)).data)
+    with pytest.raises(TypeError, match="floating-point"):
+        tg.Tensor(backend.asarray(np.array([1, 2])), requires_grad=True)
+
+
+def test_numpy_ops_never_enter_the_backend_layer(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("the NumPy path looked up a backend")
+
+    monkeypatch.setattr(tape, "common_backend", refuse)
+    x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    with tape.record():
+        y = (tg.tanh(x * 2.0 + np.ones(2)) - 1).sum()
+    y.backward()
+    assert x.grad.shape == (2,)
+
+
+def test_backend_lookup_is_cached_per_array_type():
+    strict = load("array_api_strict")
+    if isinstance(strict, str):
+        pytest.skip(strict)
+    a = strict.asarray(np.ones(2))
+    b = backend_module.backend_of(a)
+    assert b.name == "array_api_strict" and backend_module._BY_TYPE[type(a)] is b
+    assert backend_module.backend_of(strict.asarray(np.ones(3, dtype=np.float32))) is b
+    assert b.forward(tg.exp.op) is b.forward(tg.exp.op)  # resolved once per op, not per call
+    assert b.forward(tg.REGISTRY["sum"]).keywords == {"xp": b.fx}  # a forward taking xp= gets the library's names
+
+
+@pytest.fixture
+def strict():
+    b = load("array_api_strict")
+    if isinstance(b, str):
+        pytest.skip(b)
+    return b
+
+
+def test_two_libraries_in_one_op_is_an_error_naming_the_op_and_both(strict):
+    x = leaf(strict, [1.0, 2.0])
+    with pytest.raises(TypeError, match="multiply: inputs come from two array libraries, array_api_strict and numpy"):
+        x * tg.Tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="add: .*numpy and array_api_strict"):
+        tg.add(np.ones(2), x)
+    assert strict.is_native((2.0 * x + np.float64(1.0)).data)  # Python and NumPy scalars mix with any library
+
+
+def test_what_a_library_cannot_do_raises_not_implemented_naming_the_op_and_library(strict):
+    x = leaf(strict, np.arange(6.0).reshape(2, 3))
+    with pytest.raises(NotImplementedError, match="getitem: the array_api_strict backend"):
+        x[np.array([0, 1]), np.array([2, 2])]  # two integer arrays: no scatter-add for their adjoint
+    y = x[:, np.array([2, 2, 0])]  # one integer array among slices works, repeats included
+    assert y.shape == (2, 3)
+
+
+def test_a_function_the_library_lacks_raises_not_implemented_naming_the_op_and_library(strict, monkeypatch):
+    import array_api_strict
+
+    x = tg.Tensor(strict.asarray(np.array([0.5, -1.0])))
+    fx = backend_module.backend_of(x.data).fx
+    monkeypatch.delattr(array_api_strict, "logaddexp")  # as a library without it would be
+    monkeypatch.delattr(fx, "logaddexp", raising=False)  # forget the cached lookup
+    with pytest.raises(NotImplementedError, match="sigmoid: the array_api_strict backend has no logaddexp"):
+        tg.sigmoid(x)
