@@ -113,6 +113,7 @@ class _State(threading.local):
 
 
 _state = _State()
+_live_tapes: weakref.WeakSet = weakref.WeakSet()
 
 
 def current() -> Tape | None:
@@ -160,6 +161,7 @@ class Tape:
         self._monitors: list = []
         self._anomaly = False  # record(detect_anomaly=True): replays check every gradient (tapegrad.debug)
         self._site = None  # where record() was called, for the dropped-tape warning
+        _live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
 
     # -- the context manager ------------------------------------------------------------------------
     def __enter__(self) -> Tape:

@@ -17,14 +17,13 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 import warnings
 import weakref
 from typing import NamedTuple
 
-from ..tape import Tape, _state
+from ..tape import _live_tapes, _state
 from .anomaly import user_frame
 from .reading import fmt_bytes
 
@@ -128,8 +127,7 @@ class LiveTape(NamedTuple):
 
 
 def live_tapes() -> list:
-    """The tapes not yet collected, largest first (weak references: listing them keeps none alive). It walks
-    the garbage collector's objects, so it takes a moment in a large program; recording pays nothing for it.
+    """The tapes not yet collected, largest first (weak references: listing them keeps none alive).
 
     >>> import tapegrad as tg
     >>> from tapegrad.debug import live_tapes
@@ -139,7 +137,6 @@ def live_tapes() -> list:
     >>> [(lt.entries, lt.saved_bytes) for lt in live_tapes() if lt.ref() is t]
     [(2, 16)]
     """
-    # The garbage collector's list, rather than a registry every new tape would pay for.
-    tapes = [t for t in gc.get_objects() if isinstance(t, Tape)]
+    tapes = list(_live_tapes)
     out = [LiveTape(weakref.ref(t), t.state, len(t), t.saved_bytes(), t._site) for t in tapes]
     return sorted(out, key=lambda lt: -lt.saved_bytes)
