@@ -88,6 +88,9 @@ class NumpySpellings:
     def zeros(self, shape, dtype=None):
         return self.xp.zeros(shape, dtype=None if dtype is float else dtype)
 
+    def masked(self, cond, g):
+        return self.xp.where(cond, g, self.xp.zeros_like(g))  # the standard multiplies no bool by float
+
     def ones(self, shape, dtype=None):
         return self.xp.ones(shape, dtype=None if dtype is float else dtype)
 
@@ -186,7 +189,7 @@ def numpy_like_spellings(module, name: str, scatter_add, index_array=None):
 
     names = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     names.update(astype=lambda x, dtype: x.astype(dtype), getitem=lambda x, index: x[own(index)])
-    names.update(scatter=scatter, name=name)
+    names.update(scatter=scatter, masked=lambda cond, g: g * cond, name=name)
     return types.SimpleNamespace(**names)
 
 

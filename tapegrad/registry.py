@@ -275,6 +275,7 @@ numpy_rules = types.SimpleNamespace(
     },
     astype=lambda x, dtype: x.astype(dtype),
     getitem=lambda x, index: x[index],
+    masked=lambda cond, g: g * cond,  # where(cond, g, 0), several times faster in NumPy
     scatter=_scatter_numpy,
     name="numpy",
 )

@@ -133,6 +133,7 @@ tensor_rules = types.SimpleNamespace(
     minimum=minimum,
     concatenate=concatenate,
     stack=stack,
+    masked=lambda cond, g: where(cond, g, 0),
     scatter=scatter,
     astype=lambda x, dtype: astype(x, dtype=dtype),
     getitem=lambda x, index: getitem(x, index=index),

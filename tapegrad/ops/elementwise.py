@@ -93,7 +93,7 @@ tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="a
              doc="Hyperbolic tangent.\n\n>>> import tapegrad as tg\n>>> tg.tanh(tg.Tensor([0.0]))\nTensor([0.])")
 sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
                 doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
-relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.where(ans > 0, g, 0), save="ans",
+relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.masked(ans > 0, g), save="ans",
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
