@@ -147,7 +147,7 @@ class Tape:
     0
     """
 
-    def __init__(self, persistent: bool = False):
+    def __init__(self, persistent: bool = False, max_saved_bytes: int | None = None):
         self.persistent = persistent
         self._entries: list[_Entry] = []
         self._ref = _TapeRef(self)
@@ -162,6 +162,10 @@ class Tape:
         self._anomaly = False  # record(detect_anomaly=True): replays check every gradient (tapegrad.debug)
         self._site = None  # where record() was called, for the dropped-tape warning
         _live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
+        if max_saved_bytes is not None:
+            from .budget import install_budget  # a monitor: tapes without a budget pay nothing
+
+            install_budget(self, max_saved_bytes)
 
     # -- the context manager ------------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -458,12 +462,20 @@ class Tape:
         return found
 
 
-def record(*, persistent: bool = False, detect_anomaly: bool = False, track_source: bool = False) -> Tape:
+def record(
+    *,
+    persistent: bool = False,
+    detect_anomaly: bool = False,
+    track_source: bool = False,
+    max_saved_bytes: int | None = None,
+) -> Tape:
     """Start recording on a new tape: ``with tape.record() as t: ...``.
 
     ``track_source=True`` keeps, per entry, the file and line that called the op and its output's shape and
     dtype (printing and memory reports show them); ``detect_anomaly=True`` also raises at the first NaN or
     infinity, forward or backward, naming the op and that line (see :mod:`tapegrad.debug`).
+    ``max_saved_bytes`` caps what the tape may keep for backward: the op that would cross it raises
+    :class:`~tapegrad.budget.TapeBudgetError` and is not recorded (see :mod:`tapegrad.budget`).
 
     >>> import tapegrad as tg
     >>> w = tg.Tensor([1.0, -1.0], requires_grad=True)
@@ -472,7 +484,7 @@ def record(*, persistent: bool = False, detect_anomaly: bool = False, track_sour
     >>> loss.backward(); w.grad
     array([ 2., -2.])
     """
-    t = Tape(persistent=persistent)
+    t = Tape(persistent=persistent, max_saved_bytes=max_saved_bytes)
     f = sys._getframe(1)
     t._site = (f.f_code.co_filename, f.f_lineno)
     if detect_anomaly or track_source or _state.anomaly:
