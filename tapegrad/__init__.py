@@ -72,6 +72,7 @@ from .ops import (
     var,
     where,
 )
+from .budget import TapeBudgetError
 from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
 from .serialization import CheckpointError, load, save
 from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
@@ -104,6 +105,7 @@ __all__ = [
     "Tape",
     "TapeError",
     "InPlaceModificationError",
+    "TapeBudgetError",
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
