@@ -19,6 +19,8 @@ from . import tape
 
 # isort: on
 from . import debug, nn, optim, viz  # after the engine: they build on it
+from .budget import TapeBudgetError
+from .checkpoint import checkpoint
 from .custom import CustomOp, custom_op
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
@@ -72,7 +74,6 @@ from .ops import (
     var,
     where,
 )
-from .budget import TapeBudgetError
 from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
 from .serialization import CheckpointError, load, save
 from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
@@ -106,6 +107,7 @@ __all__ = [
     "TapeError",
     "InPlaceModificationError",
     "TapeBudgetError",
+    "checkpoint",
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
