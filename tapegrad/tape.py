@@ -443,12 +443,14 @@ class Tape:
                     if _hooks_on and getattr(key, "_hooks", None):  # a leaf's hooks see gradient() too
                         g = _run_hooks(key._hooks, g)
                     dtype = g.dtype if key.__class__ is Node else key._data.dtype
-                    found[key] = g if create_graph else _fresh(g, dtype, _getrefcount(g) - 1)
+                    refs = _getrefcount(g) - 1  # counted here: passed as an argument, g would count once more
+                    found[key] = g if create_graph else _fresh(g, dtype, refs)
             elif key.__class__ is Node:
                 continue
             elif leaves and key.requires_grad:
                 if not create_graph:
-                    g = _fresh(g, key._data.dtype, _getrefcount(g) - 1)
+                    refs = _getrefcount(g) - 1
+                    g = _fresh(g, key._data.dtype, refs)
                 _write_grad(key, g)
             key = g = None
         if not retain:
