@@ -115,16 +115,8 @@ class Tensor:
     # -- backward ---------------------------------------------------------------------------------
     def backward(self, gradient=None) -> None:
         """Sort the graph by DFS from here, sweep it in reverse, then write ``.grad`` on every node needing one."""
-        topo, visited = [], set()
-
-        def build(t):
-            if id(t) not in visited:
-                visited.add(id(t))
-                for p in t._parents:
-                    build(p)
-                topo.append(t)
-
-        build(self)
+        topo: list = []
+        _build(self, topo, set())
         grads = {id(self): np.ones_like(self.data) if gradient is None else np.asarray(gradient)}
         for t in reversed(topo):
             g = grads.get(id(t))
@@ -141,6 +133,16 @@ class Tensor:
             if t.requires_grad and id(t) in grads:
                 g = grads[id(t)]
                 t.grad = g if t.grad is None else t.grad + g
+
+
+def _build(t, topo, visited) -> None:
+    # Recursive depth-first search; a module function, not a nested closure: a closure that calls itself is a
+    # reference cycle, which would keep the whole graph alive until the cyclic garbage collector runs.
+    if id(t) not in visited:
+        visited.add(id(t))
+        for p in t._parents:
+            _build(p, topo, visited)
+        topo.append(t)
 
 
 def _tensor(x) -> Tensor:
