@@ -17,20 +17,28 @@ whether big arrays are mapped or taken from the heap does not depend on what ran
 
 from __future__ import annotations
 
-import argparse
-import ctypes
-import gc
-import json
 import os
 import sys
-import tempfile
-import time
-import tracemalloc
-from pathlib import Path
 
-import numpy as np
+# BLAS on one thread, as PyTorch is run (set_num_threads(1)): multi-threaded OpenBLAS mallocs a 512 KiB job
+# buffer on every GEMM, which would show in every NumPy engine's peak; one thread also keeps a shared machine's
+# load out of the figures. It only takes effect if NumPy is not imported yet.
+BLAS_PINNED = "numpy" not in sys.modules
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from . import workloads as wl
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from . import workloads as wl  # noqa: E402
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 PINNED = 128 * 1024
@@ -142,6 +150,25 @@ def _figures(out: dict) -> dict:
     return {k: v for k, v in out.items() if k not in ("keep", "history", "params")}
 
 
+class RssMeter:
+    """No tracer at all: the process's resident memory (after gc.collect()), a check on both profilers."""
+
+    name = "rss"
+
+    def __init__(self):
+        self.points = {}
+
+    def run(self, workload, engine, **kw):
+        gc.collect()
+        out = workload(engine, self, **kw)
+        return {"points": self.points, **_figures(out)}
+
+    def mark(self, label) -> None:
+        gc.collect()
+        with open("/proc/self/statm") as f:
+            self.points[label] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 # -- figures --------------------------------------------------------------------------------------------
 def slope(points: dict) -> float:
     """Least-squares bytes per step of live memory over the integer-labelled marks."""
@@ -158,7 +185,11 @@ def measure(args, engines, tmp: Path) -> dict:
         "deep_n": 512 if args.quick else 1024,
     }
     cfg["deep_group"] = int(round(np.sqrt(len(cfg["deep"]) - 2)))  # sqrt(L) layers per group: the classic trade
-    res = {"config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()}, "engines": {}}
+    res = {
+        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+        "engines": {},
+        "timelines": {},
+    }
     cross = [e for e in engines if e.name != "pytorch-cpu"]
     for E in engines:
         _warm_up(E, cfg)
@@ -172,26 +203,22 @@ def measure(args, engines, tmp: Path) -> dict:
         print(f"  {E.name}: long run", flush=True)
         lr = MemrayMeter(tmp / f"{E.name}-long.bin").run(wl.long_run, E, steps=cfg["long_steps"])
         r["long_points"] = lr["points"]
+        if os.path.exists("/proc/self/statm"):
+            r["rss_long_points"] = RssMeter().run(wl.long_run, E, steps=cfg["long_steps"])["points"]
         print(f"  {E.name}: one step", flush=True)
         one = MemrayMeter(tmp / f"{E.name}-step.bin").run(wl.one_step, E)
-        r.update(
-            peak=one["peak"],
-            floor=one["floor"],
-            activations=one["activations"],
-            at_peak=one["at_peak"],
-            timeline=[one["timeline"][0].tolist(), one["timeline"][1].tolist()],
-            marks=one["marks"],
-        )
-        if E.checkpoint is not None or E.name == "node-graph":
-            print(f"  {E.name}: deep MLP", flush=True)
-            deep = dict(sizes=cfg["deep"], n=cfg["deep_n"])
-            r["deep_peak"] = MemrayMeter(tmp / f"{E.name}-deep.bin").run(wl.one_step, E, **deep)["peak"]
-            if E.checkpoint is not None:
-                ck = MemrayMeter(tmp / f"{E.name}-deep-ckpt.bin").run(
-                    wl.one_step, E, checkpoint_every=cfg["deep_group"], **deep
-                )
-                r["deep_ckpt_peak"] = ck["peak"]
-                r["deep_floor"] = ck["floor"]
+        r.update(peak=one["peak"], floor=one["floor"], activations=one["activations"], at_peak=one["at_peak"])
+        print(f"  {E.name}: deep MLP", flush=True)
+        deep = dict(sizes=cfg["deep"], n=cfg["deep_n"])
+        d = MemrayMeter(tmp / f"{E.name}-deep.bin").run(wl.one_step, E, **deep)
+        r["deep_peak"], r["deep_floor"] = d["peak"], d["floor"]
+        res["timelines"][E.name] = _timeline(d)
+        if E.checkpoint is not None:
+            ck = MemrayMeter(tmp / f"{E.name}-deep-ckpt.bin").run(
+                wl.one_step, E, checkpoint_every=cfg["deep_group"], **deep
+            )
+            r["deep_ckpt_peak"] = ck["peak"]
+            res["timelines"][f"{E.name} + checkpoint"] = _timeline(ck)
         if args.flamegraph:
             _flamegraph(tmp / f"{E.name}-step.bin", Path(args.out) / f"memory-flamegraph-{E.name}.html")
     for E in cross:
@@ -226,6 +253,14 @@ def _flamegraph(capture: Path, html: Path) -> None:
     subprocess.run([sys.executable, "-m", "memray", "flamegraph", "-f", "-o", str(html), str(capture)], check=True)
 
 
+def _timeline(run) -> dict:
+    """The heap over one step, in ms from the start of backward, from the start of forward to the end."""
+    marks = dict(run["marks"])
+    t, heap = run["timeline"]
+    keep = (t >= marks["start"]) & (t <= marks["backward"] + 2)
+    return {"ms": (t[keep] - marks["forward"]).tolist(), "heap": heap[keep].tolist()}
+
+
 def _long_ratio(points, steps):
     return points[steps] / points[10] if points.get(10) else float("nan")
 
@@ -252,6 +287,12 @@ def table(res) -> str:
     row(
         "  ... tracemalloc cross-check",
         lambda r: f"{_long_ratio(r['tm_long_points'], steps):.4f}" if "tm_long_points" in r else "-",
+    )
+    row(
+        "  ... untraced: RSS growth after step 10 (kB)",
+        lambda r: (
+            f"{(r['rss_long_points'][steps] - r['rss_long_points'][10]) / 1e3:+,.0f}" if "rss_long_points" in r else "-"
+        ),
     )
     row("one step 784-512-512-10 x256: peak (MB)", lambda r: f"{r['peak'] / 1e6:.2f}")
     row("  ... floor: params + grads + batch (MB)", lambda r: f"{r['floor'] / 1e6:.2f}")
@@ -281,29 +322,31 @@ def plot(res, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     eng = res["engines"]
+    colors = {"tapegrad": "C0", "node-graph": "C1", "pytorch-cpu": "C2", "tapegrad + checkpoint": "C0"}
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), dpi=80)
     ax = axes[0]
     for name, r in eng.items():
         pts = {k: v for k, v in r["history_points"].items() if isinstance(k, int)}
-        ax.plot(list(pts), [v / 1e6 for v in pts.values()], label=name)
+        ax.plot(list(pts), [v / 1e6 for v in pts.values()], label=name, color=colors.get(name))
     ax.set(title="history kept: live memory", xlabel="step", ylabel="MB", yscale="symlog")
     ax.legend(fontsize=8)
     ax = axes[1]
     for name, r in eng.items():
         pts = {k: v for k, v in r["long_points"].items() if isinstance(k, int)}
-        ax.plot(list(pts), [v / 1e6 for v in pts.values()], marker=".", label=name)
+        ax.plot(list(pts), [v / 1e6 for v in pts.values()], marker=".", label=name, color=colors.get(name))
     ax.set(title="no history: live memory", xlabel="step", ylabel="MB")
     ax.legend(fontsize=8)
     ax = axes[2]
-    for name, r in eng.items():
-        t, heap = r["timeline"]
-        marks = dict(r["marks"])
-        t0, t1 = marks["start"], marks["backward"] + 5
-        sel = [(a - t0, b / 1e6) for a, b in zip(t, heap) if t0 <= a <= t1]
-        line = ax.plot([a for a, _ in sel], [b for _, b in sel], label=name)[0]
-        ax.axvline(marks["forward"] - t0, color=line.get_color(), ls=":", lw=1)
-        ax.axhline(r["floor"] / 1e6, color="grey", ls="--", lw=0.8)
-    ax.set(title="one step: forward | backward (dotted: backward starts)", xlabel="ms", ylabel="MB")
+    for name, tl in res["timelines"].items():
+        style = "--" if "checkpoint" in name else "-"
+        ax.plot(tl["ms"], [h / 1e6 for h in tl["heap"]], label=name, ls=style, color=colors.get(name))
+    ax.axvline(0, color="grey", ls=":", lw=1)
+    deep = res["config"]["deep"]
+    ax.set(
+        title=f"one step, MLP {len(deep) - 2}x{deep[1]}, batch {res['config']['deep_n']}: forward | backward",
+        xlabel="ms from the start of backward",
+        ylabel="MB",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
@@ -316,7 +359,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is installed")
     p.add_argument("--out", default="docs", help="where the PNG, JSON (and HTML) go (default: docs)")
     args = p.parse_args(argv)
-    note = pin_malloc()
+    note = pin_malloc() + (
+        "; BLAS threads: 1 (OPENBLAS/OMP/MKL_NUM_THREADS)" if BLAS_PINNED else "; BLAS threads not pinned"
+    )
     engines = wl.adapters(with_torch=not args.no_torch)
     print(note)
     print("engines:", ", ".join(e.name for e in engines), f"| numpy {np.__version__} | python {sys.version.split()[0]}")
@@ -339,8 +384,7 @@ def main(argv=None) -> int:
 
 def _jsonable(res):
     out = json.loads(json.dumps(res, default=str))
-    for r in out["engines"].values():
-        r.pop("timeline", None)  # large; the PNG shows it
+    out.pop("timelines", None)  # large; the PNG shows them
     return out
 
 
