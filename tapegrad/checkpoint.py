@@ -105,8 +105,11 @@ def checkpoint(fn):
     def run(*args):
         if not is_recording():
             return fn(*args)
+        # The probe records under the tapes recording now (values they recorded are nested use, not carried over).
+        outer = tuple(r for t in _state.active for r in (t._ref, *t._ref.outer))
         with stop_recording():
             probe_tape = Tape()
+            probe_tape._ref.outer = outer
             probe = _Probe(probe_tape, args)
             probe_tape._monitors.append(probe)
             with probe_tape:
