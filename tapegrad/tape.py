@@ -88,6 +88,14 @@ class _TapeRef(weakref.ref):
     __slots__ = ("state", "outer")
 
 
+class _Gone:
+    pass
+
+
+_REPLAYED = _TapeRef(_Gone())  # already dead: what the targets of a consumed replay point at
+_REPLAYED.state, _REPLAYED.outer = "replayed", ()
+
+
 class _Entry(weakref.ref):
     """One line of the Wengert list: a weak reference to the output node, and ``rec`` while it is live.
 
@@ -456,6 +464,9 @@ class Tape:
         if not retain:
             self._entries = []
             self._ref.state = "replayed"
+            for key, _ in roots:  # a kept loss then holds a shared ref, not one per tape (88 bytes a step)
+                if key.__class__ is Node and key.tape is self._ref:
+                    key.tape = _REPLAYED
             if _state.pending is self:
                 _state.pending = None
             if self in _state.active:  # replayed inside its own block: later ops there are not recorded on it
