@@ -335,6 +335,7 @@ def plot(res, path: Path) -> None:
         pts = {k: v for k, v in r["long_points"].items() if isinstance(k, int)}
         ax.plot(list(pts), [v / 1e6 for v in pts.values()], marker=".", label=name, color=colors.get(name))
     ax.set(title="no history: live memory", xlabel="step", ylabel="MB")
+    ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax = axes[2]
     for name, tl in res["timelines"].items():
@@ -343,7 +344,7 @@ def plot(res, path: Path) -> None:
     ax.axvline(0, color="grey", ls=":", lw=1)
     deep = res["config"]["deep"]
     ax.set(
-        title=f"one step, MLP {len(deep) - 2}x{deep[1]}, batch {res['config']['deep_n']}: forward | backward",
+        title=f"one step, {len(deep) - 2}x{deep[1]} MLP, batch {res['config']['deep_n']}",
         xlabel="ms from the start of backward",
         ylabel="MB",
     )
