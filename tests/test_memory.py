@@ -208,3 +208,16 @@ def test_checkpoint_refuses_an_outer_intermediate_it_does_not_take_as_argument()
         hidden = w * 2.0
         with pytest.raises(ValueError, match="pass that tensor"):
             tg.checkpoint(lambda h: h @ hidden)(tg.Tensor(np.ones((2, 2))))
+
+
+def test_leaves_get_their_gradient_buffers_unshared():
+    # The replay hands a leaf the gradient buffer itself when nothing else holds it (no copy at the peak);
+    # a buffer two leaves received (add's rule passes g to both) must still become two arrays.
+    a = tg.Tensor(np.ones(4), requires_grad=True)
+    b = tg.Tensor(np.ones(4), requires_grad=True)
+    with tg.record():
+        loss = ((a + b) * 3.0).sum()
+    loss.backward()
+    assert not np.shares_memory(a.grad, b.grad)
+    a.grad += 1.0
+    np.testing.assert_allclose(b.grad, 3.0)
