@@ -76,9 +76,9 @@ def test_rounds_interleave_engines_in_a_rotating_order(monkeypatch):
 
     monkeypatch.setattr(speed, "WARMUP", 0)
     engines = [recording("a"), recording("b"), recording("c")]
-    samples = speed.measure(engines, "chain", TINY, rounds=3, passes=1)
+    samples = speed.measure(engines, ["chain"], TINY, rounds=3, passes={"chain": 1})
     assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
-    assert {k: len(v) for k, v in samples.items()} == {"a": 3, "b": 3, "c": 3}
+    assert {k: len(v) for k, v in samples["chain"].items()} == {"a": 3, "b": 3, "c": 3}
 
 
 def test_paired_ratio_is_taken_within_each_round():
