@@ -11,12 +11,13 @@ rotates each round) so a burst of load hits all of them; the cyclic garbage coll
 pass (as ``timeit`` does); figures are medians with the interquartile range, and each target ratio is the
 median of the per-round ratios (the two engines ran next to each other). glibc's allocator thresholds are
 fixed (``mallopt``), so that large arrays come from the heap whatever ran before instead of depending on
-glibc's sliding mmap threshold. ``--pin`` runs on one core with one BLAS thread.
+glibc's sliding mmap threshold. ``--pin`` runs on one core with one BLAS thread and times with the process's
+CPU time (``--clock cpu``), which, unlike elapsed time, does not grow while other work holds the core.
 
 Usage::
 
     python -m benchmarks.speed --quick            # a minute or less: for iterating
-    python -m benchmarks.speed --pin              # the README's table
+    python -m benchmarks.speed --pin              # the README's table (one core, CPU-time clock)
     python -m benchmarks.speed --profile chain    # cProfile of tapegrad alone on one workload
 """
 
@@ -158,9 +159,16 @@ def _blas() -> str:
 
 
 # -- timing ---------------------------------------------------------------------------------------------------
-def _timed_pass(forward, backward, passes):
+CLOCKS = {
+    "wall": time.perf_counter,
+    # CPU time of the whole process: not inflated while the scheduler runs someone else's work on our core, but it
+    # adds up every thread's time, so it is meaningful with --pin (one BLAS thread), not with several threads.
+    "cpu": time.process_time,
+}
+
+
+def _timed_pass(forward, backward, passes, clock=time.perf_counter):
     """Mean (forward, backward) seconds over ``passes`` passes, the garbage collector off while they run."""
-    clock = time.perf_counter
     f = b = 0.0
     gc.collect()
     gc.disable()
@@ -179,7 +187,7 @@ def _timed_pass(forward, backward, passes):
     return f / passes, b / passes
 
 
-def measure(engines, names, sizes: Sizes, rounds: int, passes: dict) -> dict:
+def measure(engines, names, sizes: Sizes, rounds: int, passes: dict, clock=time.perf_counter) -> dict:
     """``samples[workload][engine]``: the (forward, backward) seconds of each round.
 
     Every (workload, engine) pair runs once per round, in an order that rotates by one each round, so a burst
@@ -194,7 +202,7 @@ def measure(engines, names, sizes: Sizes, rounds: int, passes: dict) -> dict:
     for r in range(rounds):
         k = r % len(order)
         for name, engine in order[k:] + order[:k]:
-            samples[name][engine].append(_timed_pass(*runs[name, engine], passes[name]))
+            samples[name][engine].append(_timed_pass(*runs[name, engine], passes[name], clock))
     return samples
 
 
@@ -303,6 +311,11 @@ def main(argv=None) -> int:
         metavar="CPU",
         help="one core (default: the last allowed), one BLAS thread",
     )
+    parser.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        help="wall: elapsed time; cpu: the process's CPU time, robust to a busy machine (default with --pin)",
+    )
     parser.add_argument("--only", nargs="+", choices=WORKLOADS, default=list(WORKLOADS), help="workloads to run")
     parser.add_argument("--engines", nargs="+", default=None, help="engines to run (default: every one installed)")
     parser.add_argument("--rounds", type=int, help="rounds per workload (overrides the defaults)")
@@ -319,14 +332,18 @@ def main(argv=None) -> int:
         names = list(dict.fromkeys(["numpy", *names]))  # the floor always runs: ratios and checks need it
     engines, notes = available_engines(names)
     pinned = pin_to_one_core(None if args.pin == -1 else args.pin) if args.pin is not None else "not pinned (--pin)"
-    env = environment([f"allocator: {allocator}", pinned] + [f"note: {n}" for n in notes])
+    args.clock = args.clock or ("cpu" if args.pin is not None else "wall")
+    if args.clock == "cpu" and args.pin is None:
+        notes.append("--clock cpu without --pin adds up the time of every BLAS thread: the MLP figures overstate")
+    clock = f"clock: {args.clock} ({CLOCKS[args.clock].__name__})"
+    env = environment([f"allocator: {allocator}", pinned, clock] + [f"note: {n}" for n in notes])
     print("\n".join(env), end="\n\n", flush=True)
 
     checked = check(engines, FULL, args.only)
     print(f"gradients of {', '.join(e.name for e in engines)} match hand-written NumPy on {', '.join(checked)}\n")
 
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
-    measured = measure(engines, args.only, FULL, rounds, PASSES)
+    measured = measure(engines, args.only, FULL, rounds, PASSES, CLOCKS[args.clock])
     results = {}
     for name, samples in measured.items():
         results[name] = {"samples": samples, "stats": summarise(samples, name, FULL)}
