@@ -113,6 +113,7 @@ def environment(notes: list[str]) -> list[str]:
         mod = sys.modules.get(name)
         if mod is not None:
             extra = f", {mod.get_num_threads()} threads" if name == "torch" else ""
+            extra += f", commit {_commit()}" if name == "tapegrad" else ""
             lines.append(f"{name} {_version(name)}{extra}")
     return lines + notes
 
@@ -124,6 +125,22 @@ def _version(dist: str) -> str:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return getattr(sys.modules[dist], "__version__", "?")
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
 
 
 def _cpu_model() -> str:
@@ -337,7 +354,7 @@ def main(argv=None) -> int:
         notes.append("--clock cpu without --pin adds up the time of every BLAS thread: the MLP figures overstate")
     clock = f"clock: {args.clock} ({CLOCKS[args.clock].__name__})"
     env = environment([f"allocator: {allocator}", pinned, clock] + [f"note: {n}" for n in notes])
-    print("\n".join(env), end="\n\n", flush=True)
+    print("```text", *env, "```", sep="\n", end="\n\n", flush=True)  # pasted as is into the README
 
     checked = check(engines, FULL, args.only)
     print(f"gradients of {', '.join(e.name for e in engines)} match hand-written NumPy on {', '.join(checked)}\n")
