@@ -286,7 +286,7 @@ def targets(results: dict) -> list[str]:
             verdict = "met" if med <= bound else "missed"
             lines.append(f"- {w}: {e} / {r} = {med:.2f} [{q1:.2f}–{q3:.2f}], target ≤ {bound} ({verdict})")
         else:
-            lines.append(f"- {w}: {e} / {r}: not measured ({r if r not in samples else e} not run)")
+            lines.append(f"- {w}: {e} / {r}: not measured ({r if r not in samples else e} was skipped)")
     if "tapegrad" in results.get("chain", {}).get("samples", {}) and "fanout" in results:
         per_op = {
             w: np.array(results[w]["samples"]["tapegrad"]).sum(axis=1) / op_count(w, FULL) for w in ("chain", "fanout")
