@@ -1,6 +1,6 @@
 """Speed of tapegrad beside its peers, measured side by side in one process: ``python -m benchmarks.speed``.
 
-Workloads (see :mod:`benchmarks.speed_engines`): a 1,000-op elementwise chain on a 4-vector (per-op overhead),
+Workloads (see :mod:`benchmarks.speed_workloads`): a 1,000-op elementwise chain on a 4-vector (per-op overhead),
 one input fanned out to 100 branches and summed back (gradient accumulation), and one SGD step of a
 784-512-512-10 ReLU MLP on a batch of 256 (float64 and float32). Engines: hand-written NumPy (the floor),
 tapegrad, the node-graph reference, HIPS autograd and PyTorch eager CPU when installed.
@@ -23,27 +23,21 @@ Usage::
 
 from __future__ import annotations
 
-import os
 import sys
 
-_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+from benchmarks import hygiene
+
 if __name__ == "__main__" and "--pin" in sys.argv[1:]:
-    # BLAS reads these once, when NumPy loads it: they work only if set before the first `import numpy`.
-    _ENV_CAP = "numpy" not in sys.modules
-    for _var in _THREAD_VARS:
-        os.environ[_var] = "1"
-else:
-    _ENV_CAP = False
+    hygiene.cap_blas_threads_by_env()  # before NumPy's first import, or BLAS has already started its threads
 
 import argparse  # noqa: E402
-import ctypes  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks.hygiene import CLOCKS, environment, pin_allocator, pin_to_one_core  # noqa: E402
 from benchmarks.speed_engines import FULL, WORKLOADS, Sizes, available_engines, check, op_count, workload  # noqa: E402
 
 # A sample is the mean of a few passes; a figure is the median of the samples, one per round.
@@ -59,131 +53,9 @@ TARGETS = [
     ("mlp-float32", "tapegrad", "numpy", 1.03),
 ]
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # from glibc's malloc.h
-MMAP_THRESHOLD = 32 * 2**20  # glibc's maximum on 64-bit: every array of these workloads comes from the heap
-TRIM_THRESHOLD = 256 * 2**20  # freed heap memory is kept for reuse instead of being returned at once
-
 
 # -- hygiene --------------------------------------------------------------------------------------------------
-def pin_allocator() -> str:
-    """Fix glibc's mmap and trim thresholds (which glibc otherwise moves as the program runs); say what was done."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        ok = (
-            libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-            and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-        )
-    except (OSError, AttributeError):
-        return "not glibc: allocator left as it is"
-    if not ok:
-        return "mallopt refused: allocator left as it is"
-    return f"glibc mallopt M_MMAP_THRESHOLD={MMAP_THRESHOLD >> 20} MiB, M_TRIM_THRESHOLD={TRIM_THRESHOLD >> 20} MiB"
-
-
-def pin_to_one_core(cpu: int | None) -> str:
-    """Run on one core with one BLAS thread (and one PyTorch thread); say how the BLAS cap was applied."""
-    allowed = sorted(os.sched_getaffinity(0))
-    cpu = allowed[-1] if cpu is None else cpu
-    os.sched_setaffinity(0, {cpu})
-    how = []
-    if _ENV_CAP:
-        how.append(f"{'/'.join(_THREAD_VARS)}=1 set before NumPy was imported")
-    try:
-        from threadpoolctl import threadpool_limits
-
-        pin_to_one_core.limits = threadpool_limits(limits=1)  # kept: the limit lasts as long as the object
-        how.append("threadpoolctl.threadpool_limits(1)")
-    except ImportError:
-        pass
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-        how.append("torch.set_num_threads(1)")
-    return f"pinned to CPU {cpu}; BLAS threads capped by: {', '.join(how) or 'nothing (NumPy was imported first)'}"
-
-
-def environment(notes: list[str]) -> list[str]:
-    """Lines describing what the figures were measured on."""
-    lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}), {platform.platform()}",
-        f"CPU: {_cpu_model()}; {os.cpu_count()} logical CPUs, this process may use {len(os.sched_getaffinity(0))}; "
-        f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}",
-        f"NumPy {np.__version__}; BLAS: {_blas()}",
-    ]
-    for name in ("tapegrad", "autograd", "torch"):
-        mod = sys.modules.get(name)
-        if mod is not None:
-            extra = f", {mod.get_num_threads()} threads" if name == "torch" else ""
-            extra += f", commit {_commit()}" if name == "tapegrad" else ""
-            lines.append(f"{name} {_version(name)}{extra}")
-    return lines + notes
-
-
-def _version(dist: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return getattr(sys.modules[dist], "__version__", "?")
-
-
-def _commit() -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=os.path.dirname(os.path.abspath(__file__)),
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return done.stdout.strip() or "unknown"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _blas() -> str:
-    try:
-        from threadpoolctl import threadpool_info
-
-        found = [
-            f"{i['internal_api']} {i.get('version')} (kernel {i.get('architecture')}, {i['num_threads']} threads, "
-            f"{os.path.basename(i['filepath'])})"
-            for i in threadpool_info()
-            if i["user_api"] == "blas"
-        ]
-        if found:
-            return "; ".join(found)
-    except ImportError:
-        pass
-    try:  # without threadpoolctl: NumPy's build configuration names the library, not the kernel or threads
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        return f"{blas.get('name')} {blas.get('version')} (install threadpoolctl to see its kernel and threads)"
-    except Exception:  # noqa: BLE001 (older NumPy: no dict mode)
-        return "unknown (install threadpoolctl)"
-
-
 # -- timing ---------------------------------------------------------------------------------------------------
-CLOCKS = {
-    "wall": time.perf_counter,
-    # CPU time of the whole process: not inflated while the scheduler runs someone else's work on our core, but it
-    # adds up every thread's time, so it is meaningful with --pin (one BLAS thread), not with several threads.
-    "cpu": time.process_time,
-}
-
-
 def _timed_pass(forward, backward, passes, clock=time.perf_counter):
     """Mean (forward, backward) seconds over ``passes`` passes, the garbage collector off while they run."""
     f = b = 0.0

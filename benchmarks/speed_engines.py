@@ -1,19 +1,12 @@
-"""The speed benchmark's workloads, written once per engine, and the gradient check every engine passes first.
+"""The speed benchmark's engines: each workload of :mod:`benchmarks.speed_workloads` written once per engine
+(tapegrad, the node-graph reference, HIPS autograd, PyTorch eager CPU; the hand-written NumPy floor lives with
+the workloads), the table of engines, and the gradient check every engine passes before anything is timed.
 
-Three workloads (sizes in :class:`Sizes`):
+Every engine starts from the same arrays, so :func:`check` compares each one's gradients with the hand-written
+NumPy ones.
 
-- ``chain``: ``cycles`` of ``x*w``, ``x+b``, ``tanh``, ``x-c`` on a small vector, then ``sum``; gradients with
-  respect to ``x, w, b, c`` (so ``w, b, c`` accumulate one cotangent per cycle, as a real model's weights do).
-- ``fanout``: ``h = tanh(x)`` used by ``branches`` products ``h * k_i`` that are summed back; the gradient of
-  ``x`` needs ``branches`` cotangents accumulated into ``h``'s.
-- ``mlp``: one SGD step of a ReLU MLP with a mean-squared-error loss (zero grad, forward, backward, update).
-
-Each engine turns a workload into two callables, ``state = forward()`` and ``grads = backward(state)``, timed
-separately; ``grads`` is the list of gradient arrays (for the MLP, after the update used them). Every engine
-starts from the same arrays, so :func:`check` compares each one's gradients with the hand-written NumPy ones.
-
->>> import numpy as np
->>> from benchmarks.speed_engines import TINY, available_engines, check
+>>> from benchmarks.speed_engines import available_engines, check
+>>> from benchmarks.speed_workloads import TINY
 >>> engines, notes = available_engines(["numpy", "tapegrad"])
 >>> check(engines, TINY)   # raises AssertionError naming the engine and the gradient that differs
 ['chain', 'fanout', 'mlp-float64', 'mlp-float32']
@@ -26,139 +19,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Sizes", "FULL", "TINY", "ENGINES", "available_engines", "workload", "check", "op_count"]
+from benchmarks.speed_workloads import (
+    FULL,
+    TINY,
+    WORKLOADS,
+    Sizes,
+    chain_data,
+    fanout_data,
+    mlp_data,
+    numpy_chain,
+    numpy_fanout,
+    numpy_mlp,
+    op_count,
+)
 
-
-@dataclass(frozen=True)
-class Sizes:
-    """How big each workload is: the issue's sizes are :data:`FULL`; the test uses :data:`TINY`."""
-
-    chain_ops: int = 1000  # a multiple of 4: one cycle is x*w, x+b, tanh, x-c
-    width: int = 4
-    branches: int = 100
-    layers: tuple = (784, 512, 512, 10)
-    batch: int = 256
-    lr: float = 1e-3
-
-
-FULL = Sizes()
-TINY = Sizes(chain_ops=8, width=3, branches=5, layers=(6, 5, 4, 3), batch=7)
-WORKLOADS = ("chain", "fanout", "mlp-float64", "mlp-float32")
-
-
-def op_count(name: str, sizes: Sizes) -> int:
-    """Ops the engines record for one pass (the denominator of "per op"): the final ``sum`` included."""
-    if name == "chain":
-        return sizes.chain_ops + 1
-    if name == "fanout":
-        return 1 + sizes.branches + (sizes.branches - 1) + 1  # tanh, the products, the adds, sum
-    return 1  # the MLP is reported per step
-
-
-# -- the inputs, identical for every engine ----------------------------------------------------------------
-def _chain_data(s: Sizes):
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal(s.width)
-    # w near 1, b and c small: the cotangent shrinks slowly along the chain and never reaches subnormal
-    # numbers, which would make the arithmetic itself slow and distort every engine's figure.
-    w = 1.0 + 0.1 * rng.standard_normal(s.width)
-    b, c = 0.1 * rng.standard_normal((2, s.width))
-    return [x, w, b, c]
-
-
-def _fanout_data(s: Sizes):
-    rng = np.random.default_rng(1)
-    return rng.standard_normal(s.width), list(rng.standard_normal((s.branches, s.width)))
-
-
-def _mlp_data(s: Sizes, dtype):
-    rng = np.random.default_rng(2)
-    params = []
-    for n_in, n_out in zip(s.layers[:-1], s.layers[1:]):
-        params.append((rng.standard_normal((n_in, n_out)) * np.sqrt(2.0 / n_in)).astype(dtype))
-        params.append((0.01 * rng.standard_normal(n_out)).astype(dtype))
-    X = rng.standard_normal((s.batch, s.layers[0])).astype(dtype)
-    Y = rng.standard_normal((s.batch, s.layers[-1])).astype(dtype)
-    return params, X, Y
-
-
-# -- hand-written NumPy: the floor ----------------------------------------------------------------------------
-def _numpy_chain(s):
-    x0, w, b, c = _chain_data(s)
-    cycles = s.chain_ops // 4
-
-    def forward():
-        x, saved = x0, []
-        for _ in range(cycles):
-            t = np.tanh(x * w + b)
-            saved.append((x, t))
-            x = t - c
-        return x.sum(), saved
-
-    def backward(state):
-        _, saved = state
-        g = np.ones_like(x0)
-        gw, gb, gc = np.zeros_like(w), np.zeros_like(b), np.zeros_like(c)
-        for x, t in reversed(saved):
-            gc -= g
-            g = g * (1 - t * t)
-            gb += g
-            gw += g * x
-            g = g * w
-        return [g, gw, gb, gc]
-
-    return forward, backward
-
-
-def _numpy_fanout(s):
-    x, ks = _fanout_data(s)
-
-    def forward():
-        h = np.tanh(x)
-        y = h * ks[0]
-        for k in ks[1:]:
-            y = y + h * k
-        return y.sum(), h
-
-    def backward(state):
-        _, h = state
-        g = np.ones_like(h)
-        gh = g * ks[0]
-        for k in ks[1:]:
-            gh = gh + g * k
-        return [gh * (1 - h * h)]
-
-    return forward, backward
-
-
-def _numpy_mlp(s, dtype):
-    params, X, Y = _mlp_data(s, dtype)
-    lr = s.lr
-
-    def forward():
-        acts, a = [X], X
-        for i in range(0, len(params), 2):
-            a = a @ params[i] + params[i + 1]
-            if i + 2 < len(params):
-                a = np.maximum(a, 0)
-            acts.append(a)
-        diff = a - Y
-        return (diff * diff).mean(), acts, diff
-
-    def backward(state):
-        _, acts, diff = state
-        g = diff * (2 / diff.size)
-        grads = [None] * len(params)
-        for i in range(len(params) - 2, -1, -2):
-            a_in = acts[i // 2]
-            grads[i], grads[i + 1] = a_in.T @ g, g.sum(axis=0)
-            if i:
-                g = (g @ params[i].T) * (a_in > 0)
-        for p, gp in zip(params, grads):
-            p -= lr * gp
-        return grads
-
-    return forward, backward
+__all__ = [
+    "Engine",
+    "ENGINES",
+    "available_engines",
+    "workload",
+    "check",
+    "Sizes",
+    "FULL",
+    "TINY",
+    "WORKLOADS",
+    "op_count",
+]
 
 
 # -- tapegrad --------------------------------------------------------------------------------------------------
@@ -166,7 +52,7 @@ def _tapegrad_chain(s):
     import tapegrad as tg
     from tapegrad import tape
 
-    leaves = [tg.Tensor(a, requires_grad=True) for a in _chain_data(s)]
+    leaves = [tg.Tensor(a, requires_grad=True) for a in chain_data(s)]
     x0, w, b, c = leaves
     cycles = s.chain_ops // 4
 
@@ -190,7 +76,7 @@ def _tapegrad_fanout(s):
     import tapegrad as tg
     from tapegrad import tape
 
-    x0, ks = _fanout_data(s)
+    x0, ks = fanout_data(s)
     x, ks = tg.Tensor(x0, requires_grad=True), [tg.Tensor(k) for k in ks]
 
     def forward():
@@ -213,7 +99,7 @@ def _tapegrad_mlp(s, dtype):
     import tapegrad as tg
     from tapegrad import tape
 
-    arrays, X, Y = _mlp_data(s, dtype)
+    arrays, X, Y = mlp_data(s, dtype)
     params, X, Y, lr = [tg.Tensor(p, requires_grad=True) for p in arrays], tg.Tensor(X), tg.Tensor(Y), s.lr
 
     def forward():
@@ -240,7 +126,7 @@ def _tapegrad_mlp(s, dtype):
 def _nodegraph_chain(s):
     from benchmarks import nodegraph as ng
 
-    leaves = [ng.Tensor(a, requires_grad=True) for a in _chain_data(s)]
+    leaves = [ng.Tensor(a, requires_grad=True) for a in chain_data(s)]
     x0, w, b, c = leaves
     cycles = s.chain_ops // 4
 
@@ -262,7 +148,7 @@ def _nodegraph_chain(s):
 def _nodegraph_fanout(s):
     from benchmarks import nodegraph as ng
 
-    x0, ks = _fanout_data(s)
+    x0, ks = fanout_data(s)
     x, ks = ng.Tensor(x0, requires_grad=True), [ng.Tensor(k) for k in ks]
 
     def forward():
@@ -283,7 +169,7 @@ def _nodegraph_fanout(s):
 def _nodegraph_mlp(s, dtype):
     from benchmarks import nodegraph as ng
 
-    arrays, X, Y = _mlp_data(s, dtype)
+    arrays, X, Y = mlp_data(s, dtype)
     params, X, Y, lr = [ng.Tensor(p, requires_grad=True) for p in arrays], ng.Tensor(X), ng.Tensor(Y), s.lr
 
     def forward():
@@ -310,7 +196,7 @@ def _autograd_chain(s):
     import autograd.numpy as anp
     from autograd import make_vjp
 
-    params = tuple(_chain_data(s))
+    params = tuple(chain_data(s))
     cycles = s.chain_ops // 4
 
     def loss(p):
@@ -333,7 +219,7 @@ def _autograd_fanout(s):
     import autograd.numpy as anp
     from autograd import make_vjp
 
-    x0, ks = _fanout_data(s)
+    x0, ks = fanout_data(s)
 
     def loss(x):
         h = anp.tanh(x)
@@ -356,7 +242,7 @@ def _autograd_mlp(s, dtype):
     import autograd.numpy as anp
     from autograd import make_vjp
 
-    params, X, Y = _mlp_data(s, dtype)
+    params, X, Y = mlp_data(s, dtype)
     lr = s.lr
 
     def loss(ps):
@@ -384,7 +270,7 @@ def _autograd_mlp(s, dtype):
 def _torch_chain(s):
     import torch
 
-    leaves = [torch.from_numpy(a).requires_grad_() for a in _chain_data(s)]
+    leaves = [torch.from_numpy(a).requires_grad_() for a in chain_data(s)]
     x0, w, b, c = leaves
     cycles = s.chain_ops // 4
 
@@ -406,7 +292,7 @@ def _torch_chain(s):
 def _torch_fanout(s):
     import torch
 
-    x0, ks = _fanout_data(s)
+    x0, ks = fanout_data(s)
     x, ks = torch.from_numpy(x0).requires_grad_(), [torch.from_numpy(k) for k in ks]
 
     def forward():
@@ -427,7 +313,7 @@ def _torch_fanout(s):
 def _torch_mlp(s, dtype):
     import torch
 
-    arrays, X, Y = _mlp_data(s, dtype)
+    arrays, X, Y = mlp_data(s, dtype)
     params, X, Y, lr = (
         [torch.from_numpy(p).requires_grad_() for p in arrays],
         torch.from_numpy(X),
@@ -469,7 +355,7 @@ class Engine:
 
 
 ENGINES = {
-    "numpy": Engine("numpy", None, _numpy_chain, _numpy_fanout, _numpy_mlp),
+    "numpy": Engine("numpy", None, numpy_chain, numpy_fanout, numpy_mlp),
     "tapegrad": Engine("tapegrad", "tapegrad", _tapegrad_chain, _tapegrad_fanout, _tapegrad_mlp),
     "nodegraph": Engine(
         "nodegraph",
