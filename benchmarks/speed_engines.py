@@ -1,0 +1,426 @@
+"""The speed benchmark's engines: each workload of :mod:`benchmarks.speed_workloads` written once per engine
+(tapegrad, the node-graph reference, HIPS autograd, PyTorch eager CPU; the hand-written NumPy floor lives with
+the workloads), the table of engines, and the gradient check every engine passes before anything is timed.
+
+Every engine starts from the same arrays, so :func:`check` compares each one's gradients with the hand-written
+NumPy ones.
+
+>>> from benchmarks.speed_engines import available_engines, check
+>>> from benchmarks.speed_workloads import TINY
+>>> engines, notes = available_engines(["numpy", "tapegrad"])
+>>> check(engines, TINY)   # raises AssertionError naming the engine and the gradient that differs
+['chain', 'fanout', 'mlp-float64', 'mlp-float32']
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchmarks.speed_workloads import (
+    FULL,
+    TINY,
+    WORKLOADS,
+    Sizes,
+    chain_data,
+    fanout_data,
+    mlp_data,
+    numpy_chain,
+    numpy_fanout,
+    numpy_mlp,
+    op_count,
+)
+
+__all__ = [
+    "Engine",
+    "ENGINES",
+    "available_engines",
+    "workload",
+    "check",
+    "Sizes",
+    "FULL",
+    "TINY",
+    "WORKLOADS",
+    "op_count",
+]
+
+
+# -- tapegrad --------------------------------------------------------------------------------------------------
+def _tapegrad_chain(s):
+    import tapegrad as tg
+    from tapegrad import tape
+
+    leaves = [tg.Tensor(a, requires_grad=True) for a in chain_data(s)]
+    x0, w, b, c = leaves
+    cycles = s.chain_ops // 4
+
+    def forward():
+        for t in leaves:
+            t.grad = None
+        x = x0
+        with tape.record():
+            for _ in range(cycles):
+                x = (x * w + b).tanh() - c
+            return x.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [t.grad for t in leaves]
+
+    return forward, backward
+
+
+def _tapegrad_fanout(s):
+    import tapegrad as tg
+    from tapegrad import tape
+
+    x0, ks = fanout_data(s)
+    x, ks = tg.Tensor(x0, requires_grad=True), [tg.Tensor(k) for k in ks]
+
+    def forward():
+        x.grad = None
+        with tape.record():
+            h = x.tanh()
+            y = h * ks[0]
+            for k in ks[1:]:
+                y = y + h * k
+            return y.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [x.grad]
+
+    return forward, backward
+
+
+def _tapegrad_mlp(s, dtype):
+    import tapegrad as tg
+    from tapegrad import tape
+
+    arrays, X, Y = mlp_data(s, dtype)
+    params, X, Y, lr = [tg.Tensor(p, requires_grad=True) for p in arrays], tg.Tensor(X), tg.Tensor(Y), s.lr
+
+    def forward():
+        for p in params:
+            p.grad = None
+        with tape.record():
+            a = X
+            for i in range(0, len(params), 2):
+                a = a @ params[i] + params[i + 1]
+                if i + 2 < len(params):
+                    a = a.relu()
+            return ((a - Y) ** 2).mean()
+
+    def backward(loss):
+        loss.backward()
+        for p in params:
+            p.data -= lr * p.grad
+        return [p.grad for p in params]
+
+    return forward, backward
+
+
+# -- the node-graph reference (benchmarks.nodegraph, the memory benchmark's) ---------------------------------
+def _nodegraph_chain(s):
+    from benchmarks import nodegraph as ng
+
+    leaves = [ng.Tensor(a, requires_grad=True) for a in chain_data(s)]
+    x0, w, b, c = leaves
+    cycles = s.chain_ops // 4
+
+    def forward():
+        for t in leaves:
+            t.grad = None
+        x = x0
+        for _ in range(cycles):
+            x = ng.tanh(x * w + b) - c
+        return x.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [t.grad for t in leaves]
+
+    return forward, backward
+
+
+def _nodegraph_fanout(s):
+    from benchmarks import nodegraph as ng
+
+    x0, ks = fanout_data(s)
+    x, ks = ng.Tensor(x0, requires_grad=True), [ng.Tensor(k) for k in ks]
+
+    def forward():
+        x.grad = None
+        h = ng.tanh(x)
+        y = h * ks[0]
+        for k in ks[1:]:
+            y = y + h * k
+        return y.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [x.grad]
+
+    return forward, backward
+
+
+def _nodegraph_mlp(s, dtype):
+    from benchmarks import nodegraph as ng
+
+    arrays, X, Y = mlp_data(s, dtype)
+    params, X, Y, lr = [ng.Tensor(p, requires_grad=True) for p in arrays], ng.Tensor(X), ng.Tensor(Y), s.lr
+
+    def forward():
+        for p in params:
+            p.grad = None
+        a = X
+        for i in range(0, len(params), 2):
+            a = a @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                a = ng.relu(a)
+        return ((a - Y) ** 2).mean()
+
+    def backward(loss):
+        loss.backward()
+        for p in params:
+            p.data -= lr * p.grad
+        return [p.grad for p in params]
+
+    return forward, backward
+
+
+# -- HIPS autograd: functional, so forward is make_vjp and backward calls the vjp ----------------------------
+def _autograd_chain(s):
+    import autograd.numpy as anp
+    from autograd import make_vjp
+
+    params = tuple(chain_data(s))
+    cycles = s.chain_ops // 4
+
+    def loss(p):
+        x, w, b, c = p
+        for _ in range(cycles):
+            x = anp.tanh(x * w + b) - c
+        return anp.sum(x)
+
+    def forward():
+        return make_vjp(loss)(params)
+
+    def backward(state):
+        vjp, ans = state
+        return list(vjp(anp.ones_like(ans)))
+
+    return forward, backward
+
+
+def _autograd_fanout(s):
+    import autograd.numpy as anp
+    from autograd import make_vjp
+
+    x0, ks = fanout_data(s)
+
+    def loss(x):
+        h = anp.tanh(x)
+        y = h * ks[0]
+        for k in ks[1:]:
+            y = y + h * k
+        return anp.sum(y)
+
+    def forward():
+        return make_vjp(loss)(x0)
+
+    def backward(state):
+        vjp, ans = state
+        return [vjp(anp.ones_like(ans))]
+
+    return forward, backward
+
+
+def _autograd_mlp(s, dtype):
+    import autograd.numpy as anp
+    from autograd import make_vjp
+
+    params, X, Y = mlp_data(s, dtype)
+    lr = s.lr
+
+    def loss(ps):
+        a = X
+        for i in range(0, len(ps), 2):
+            a = anp.dot(a, ps[i]) + ps[i + 1]
+            if i + 2 < len(ps):
+                a = anp.maximum(a, 0)
+        return anp.mean((a - Y) ** 2)
+
+    def forward():
+        return make_vjp(loss)(params)
+
+    def backward(state):
+        vjp, ans = state
+        grads = list(vjp(anp.ones_like(ans)))
+        for p, g in zip(params, grads):
+            p -= lr * g
+        return grads
+
+    return forward, backward
+
+
+# -- PyTorch, eager on the CPU -------------------------------------------------------------------------------
+def _torch_chain(s):
+    import torch
+
+    leaves = [torch.from_numpy(a).requires_grad_() for a in chain_data(s)]
+    x0, w, b, c = leaves
+    cycles = s.chain_ops // 4
+
+    def forward():
+        for t in leaves:
+            t.grad = None
+        x = x0
+        for _ in range(cycles):
+            x = torch.tanh(x * w + b) - c
+        return x.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [t.grad.numpy() for t in leaves]
+
+    return forward, backward
+
+
+def _torch_fanout(s):
+    import torch
+
+    x0, ks = fanout_data(s)
+    x, ks = torch.from_numpy(x0).requires_grad_(), [torch.from_numpy(k) for k in ks]
+
+    def forward():
+        x.grad = None
+        h = torch.tanh(x)
+        y = h * ks[0]
+        for k in ks[1:]:
+            y = y + h * k
+        return y.sum()
+
+    def backward(loss):
+        loss.backward()
+        return [x.grad.numpy()]
+
+    return forward, backward
+
+
+def _torch_mlp(s, dtype):
+    import torch
+
+    arrays, X, Y = mlp_data(s, dtype)
+    params, X, Y, lr = (
+        [torch.from_numpy(p).requires_grad_() for p in arrays],
+        torch.from_numpy(X),
+        torch.from_numpy(Y),
+        s.lr,
+    )
+
+    def forward():
+        for p in params:
+            p.grad = None  # what optimizer.zero_grad() does by default
+        a = X
+        for i in range(0, len(params), 2):
+            a = a @ params[i] + params[i + 1]
+            if i + 2 < len(params):
+                a = torch.relu(a)
+        return ((a - Y) ** 2).mean()
+
+    def backward(loss):
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p.add_(p.grad, alpha=-lr)  # torch.optim.SGD's update
+        return [p.grad.numpy() for p in params]
+
+    return forward, backward
+
+
+# -- the engine table ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Engine:
+    """One engine: the module it needs (None: always there) and its three workload builders."""
+
+    name: str
+    needs: str | None
+    chain: object
+    fanout: object
+    mlp: object
+    missing: str = ""  # what to do when ``needs`` cannot be imported
+
+
+ENGINES = {
+    "numpy": Engine("numpy", None, numpy_chain, numpy_fanout, numpy_mlp),
+    "tapegrad": Engine("tapegrad", "tapegrad", _tapegrad_chain, _tapegrad_fanout, _tapegrad_mlp),
+    "nodegraph": Engine(
+        "nodegraph",
+        "benchmarks.nodegraph",
+        _nodegraph_chain,
+        _nodegraph_fanout,
+        _nodegraph_mlp,
+        "the node-graph reference (benchmarks/nodegraph.py) is not in this checkout",
+    ),
+    "autograd": Engine(
+        "autograd", "autograd", _autograd_chain, _autograd_fanout, _autograd_mlp, 'pip install -e ".[bench]"'
+    ),
+    "torch": Engine("torch", "torch", _torch_chain, _torch_fanout, _torch_mlp, "pip install torch==2.13.0"),
+}
+
+
+def available_engines(names=None) -> tuple[list[Engine], list[str]]:
+    """The engines among ``names`` (default: all) whose module imports, and one note per skipped engine."""
+    import importlib
+
+    engines, notes = [], []
+    for name in names or ENGINES:
+        engine = ENGINES[name]
+        if engine.needs is not None:
+            try:
+                importlib.import_module(engine.needs)
+            except ImportError as err:
+                notes.append(f"{name}: skipped ({err}); {engine.missing}")
+                continue
+        engines.append(engine)
+    if "nodegraph" in [e.name for e in engines]:
+        # The node-graph reference sorts its graph by recursive DFS, one frame per node: a 1,000-op chain
+        # needs more than Python's default limit of 1,000 frames.
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 20 * FULL.chain_ops))
+    return engines, notes
+
+
+def workload(engine: Engine, name: str, sizes: Sizes):
+    """``(forward, backward)`` of ``engine`` for the workload ``name`` (one of ``WORKLOADS``)."""
+    if name == "chain":
+        return engine.chain(sizes)
+    if name == "fanout":
+        return engine.fanout(sizes)
+    return engine.mlp(sizes, np.float64 if name == "mlp-float64" else np.float32)
+
+
+def check(engines: list[Engine], sizes: Sizes, names=WORKLOADS) -> list[str]:
+    """Run one pass of every workload on every engine and compare its gradients with hand-written NumPy's.
+
+    Raises AssertionError naming the engine, the workload and the gradient; returns the workloads checked.
+    """
+    for name in names:
+        fwd, bwd = workload(ENGINES["numpy"], name, sizes)
+        expected = [np.array(g) for g in bwd(fwd())]
+        tol = dict(rtol=1e-4, atol=1e-6) if name == "mlp-float32" else dict(rtol=1e-9, atol=1e-12)
+        for engine in engines:
+            if engine.name == "numpy":
+                continue
+            fwd, bwd = workload(engine, name, sizes)
+            got = [np.array(g) for g in bwd(fwd())]
+            assert len(got) == len(expected), f"{engine.name} {name}: {len(got)} gradients, expected {len(expected)}"
+            for i, (g, e) in enumerate(zip(got, expected)):
+                assert g.shape == e.shape and g.dtype == e.dtype, (
+                    f"{engine.name} {name}: gradient {i} is {g.dtype}{g.shape}, expected {e.dtype}{e.shape}"
+                )
+                assert np.all(np.isfinite(g)), f"{engine.name} {name}: gradient {i} is not finite"
+                np.testing.assert_allclose(g, e, **tol, err_msg=f"{engine.name} {name}: gradient {i}")
+    return list(names)

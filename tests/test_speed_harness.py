@@ -1,0 +1,94 @@
+"""The speed benchmark's harness on tiny sizes: its gradient check passes for every engine installed and fails
+loudly for a wrong one, skipped engines come with a note, and rounds interleave engines. Nothing here looks at
+a time."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from benchmarks import speed, speed_engines
+from benchmarks.speed_engines import ENGINES, TINY, WORKLOADS, available_engines, check, workload
+
+
+def test_every_installed_engine_matches_hand_written_numpy():
+    engines, _ = available_engines()
+    assert {"numpy", "tapegrad"} <= {e.name for e in engines}
+    assert check(engines, TINY) == list(WORKLOADS)
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_engines_start_from_the_same_arrays(name):
+    # The check is meaningful only if every engine computes the same function: equal losses say so.
+    engines, _ = available_engines()
+    losses = [float(np.asarray(_loss(e.name, workload(e, name, TINY)[0]()))) for e in engines]
+    np.testing.assert_allclose(losses, losses[0], rtol=1e-5)
+
+
+def _loss(engine, state):
+    if engine == "numpy":
+        return state[0]
+    if engine == "autograd":
+        return state[1]
+    if engine == "torch":
+        return state.detach().numpy()
+    return state.data
+
+
+def _scaled(builder, factor):
+    def build(*args):
+        forward, backward = builder(*args)
+        return forward, lambda state: [g * factor for g in backward(state)]
+
+    return build
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_a_wrong_gradient_fails_the_check_naming_the_engine(name):
+    good = ENGINES["tapegrad"]
+    broken = dataclasses.replace(
+        good,
+        name="broken",
+        chain=_scaled(good.chain, 1.001),
+        fanout=_scaled(good.fanout, 1.001),
+        mlp=_scaled(good.mlp, 1.001),
+    )
+    with pytest.raises(AssertionError, match=f"broken {name}: gradient 0"):
+        check([ENGINES["numpy"], broken], TINY, [name])
+
+
+def test_an_engine_that_cannot_be_imported_is_skipped_with_a_note(monkeypatch):
+    absent = dataclasses.replace(ENGINES["torch"], name="absent", needs="no_such_module_xyz", missing="pip install it")
+    monkeypatch.setitem(ENGINES, "absent", absent)
+    engines, notes = available_engines(["numpy", "absent"])
+    assert [e.name for e in engines] == ["numpy"]
+    assert len(notes) == 1 and notes[0].startswith("absent: skipped") and "pip install it" in notes[0]
+
+
+def test_rounds_interleave_engines_in_a_rotating_order(monkeypatch):
+    calls = []
+
+    def recording(name):
+        def build(*args):
+            return (lambda: calls.append(name)), (lambda state: None)
+
+        return dataclasses.replace(ENGINES["numpy"], name=name, chain=build)
+
+    monkeypatch.setattr(speed, "WARMUP", 0)
+    engines = [recording("a"), recording("b"), recording("c")]
+    samples = speed.measure(engines, ["chain"], TINY, rounds=3, passes={"chain": 1})
+    assert calls == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert {k: len(v) for k, v in samples["chain"].items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_paired_ratio_is_taken_within_each_round():
+    # Round 2 is slow for both engines (a burst of load): per-round ratios are unaffected by it.
+    samples = {"x": [(1.0, 1.0), (10.0, 10.0), (1.0, 1.0)], "ref": [(2.0, 2.0), (20.0, 20.0), (2.0, 2.0)]}
+    assert speed.paired_ratio(samples, "x", "ref") == (0.5, 0.5, 0.5)
+
+
+def test_per_op_figures_divide_by_the_ops_recorded():
+    assert speed_engines.op_count("chain", TINY) == TINY.chain_ops + 1
+    samples = {"numpy": [(1e-6 * 9, 0.0)] * 3}  # 9 µs for the 8-op chain and its sum
+    stats = speed.summarise(samples, "chain", TINY)["numpy"]
+    assert stats["total"] == pytest.approx(1.0)
