@@ -434,8 +434,10 @@ class Tape:
                             old = get(src)
                             if old is None:
                                 grads[src] = gi
+                            elif create_graph or old.size < 1024:  # small: a new array costs less
+                                grads[src] = old + gi
                             else:
-                                _accumulate(grads, src, old, gi, create_graph)
+                                _accumulate(grads, src, old, gi)
                             old = None
                     i += 1
                 rec = vals = ans = g = gi = None
@@ -743,11 +745,11 @@ def _consumed_message(state):
     return "this tape was released (release() was called); record the computation again"
 
 
-def _accumulate(grads, key, old, g, create_graph):
-    """Add a second (or later) contribution ``g`` to the cotangent ``old`` stored under ``key``."""
+def _accumulate(grads, key, old, g):
+    """Add a further contribution ``g`` to the large cotangent ``old`` stored under ``key``."""
     # Add in place into a buffer nothing else holds (the dict, the caller's local and ours, getrefcount's
     # argument), as PyTorch's AccumulateGrad steals buffers; otherwise add out of place.
-    if not create_graph and old.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
+    if old.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
         if old.dtype is g.dtype or old.dtype == g.dtype:
             try:
                 old += g
