@@ -52,7 +52,11 @@ def test_history_kept_retains_under_1kib_per_step_while_the_node_graph_keeps_the
 
 
 def test_without_history_live_memory_stays_flat():
-    points, _ = _traced(wl.long_run, wl.TapegradAdapter(), steps=1000, n=16, every=1000)  # 256-256-10 MLP
+    engine = wl.TapegradAdapter()
+    # NumPy keeps small-allocation caches that fill over the first few hundred steps (bounded, and not
+    # tapegrad's): let them reach their steady state before the measured run, so 1% is tapegrad's share.
+    wl.long_run(engine, _Marks(), steps=300, n=16, every=1000)
+    points, _ = _traced(wl.long_run, engine, steps=1000, n=16, every=1000)  # 256-256-10 MLP
     assert abs(points[1000] - points[10]) <= 0.01 * points[10], points
 
 
