@@ -116,7 +116,7 @@ def gradcheck(
         for i in range(len(arrays)):
             numeric = numerical_jacobian(fn, arrays, i, eps, asarray).reshape(out0.size, *arrays[i].shape)
             analytic = np.stack([r[i] for r in rows]) if out0.size else numeric
-            _compare("full Jacobian", i, analytic, numeric, ops, atol, rtol)
+            _compare("full Jacobian", i, analytic, numeric, ops, atol, rtol, out_shape=out0.shape)
         return True
     # One random cotangent v; per-element differences of <v, f> for small inputs, a direction u otherwise.
     v = rng.standard_normal(out0.shape)
@@ -148,15 +148,17 @@ def gradcheck(
     return True
 
 
-def _compare(kind, i, analytic, numeric, ops, atol, rtol):
+def _compare(kind, i, analytic, numeric, ops, atol, rtol, out_shape=None):
     analytic = np.asarray(analytic, dtype=np.float64)
     bad = ~np.isclose(analytic, numeric, atol=atol, rtol=rtol)
     if bad.any():
         err = np.where(bad, np.abs(analytic - numeric), -1.0)
         worst = np.unravel_index(int(np.argmax(err)), err.shape)
-        raise _fail(
-            kind, i, tuple(int(w) for w in worst), float(analytic[worst]), float(numeric[worst]), ops, atol, rtol
-        )
+        index = tuple(int(w) for w in worst)
+        if out_shape is not None:  # a Jacobian row: name the input's element, then the output's
+            out_index = tuple(int(w) for w in np.unravel_index(index[0], out_shape)) if out_shape else ()
+            index = f"{index[1:]} (of the output's element {out_index})"
+        raise _fail(kind, i, index, float(analytic[worst]), float(numeric[worst]), ops, atol, rtol)
 
 
 def gradgradcheck(
