@@ -1,6 +1,27 @@
-"""Shared fixtures: ``backend`` runs a test once per array backend (see tests/backends.py)."""
+"""Shared fixtures and settings.
+
+- ``backend`` runs a test once per array backend (see tests/backends.py).
+- Hypothesis profiles: ``ci`` (derandomized, more examples, no deadline) when the environment sets ``CI``, as
+  ``.ci/run`` does in CI; otherwise ``dev``, a fast run for local work. ``HYPOTHESIS_PROFILE=<name>`` picks
+  one explicitly. Property tests scale their costlier example counts from the loaded profile's ``max_examples``.
+"""
+
+import os
 
 from backends import backend  # noqa: F401  (the fixture, for every test file)
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    derandomize=True,  # the same examples on every run: a red CI build is reproducible
+    database=None,
+    deadline=None,  # shared 2-core machines: timing is not a property
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=12, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 def pytest_configure(config):

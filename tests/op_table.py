@@ -2,8 +2,9 @@
 
 A row says how to call the op on tensors (``fn``), the NumPy reference (``ref``), how many inputs it takes,
 the input domain it needs for finite differences to be meaningful, keyword arguments, and fixed example
-shapes covering broadcasting and ``axis``/``keepdims``. ``tests/test_ops.py`` fails when a registered op has
-no row, so a new op cannot slip in untested.
+shapes covering broadcasting and ``axis``/``keepdims``, and (``draw``) how the property tests draw its
+shapes and keyword arguments. ``tests/test_ops.py`` fails when a registered op has no row, so a new op cannot
+slip in untested.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
+from tapegrad import strategies as tgst
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,18 @@ class OpCase:
     axis_kwargs: bool = False  # takes axis/keepdims: property tests draw them with valid_tuple_axes
     broadcasting: bool = False  # inputs broadcast against each other
     constant_inputs: tuple = ()  # positions used only as constants (where's condition): no gradient
+    draw: Callable | None = None  # () -> strategy of (shapes, kwargs); None: derived from the flags above
+
+
+def shapes_and_kwargs(case: OpCase) -> st.SearchStrategy:
+    """The property tests' inputs for a row: a strategy of (input shapes, keyword arguments)."""
+    if case.draw is not None:
+        return case.draw()
+    if case.broadcasting:
+        return st.tuples(tgst.broadcast_shapes(case.arity), st.just({}))
+    if case.axis_kwargs:
+        return tgst.shapes().flatmap(lambda s: st.tuples(st.just((s,)), tgst.reduction_kwargs(len(s))))
+    return st.tuples(st.tuples(*[tgst.shapes()] * case.arity), st.just({}))
 
 
 def _lse(x, axis=None, keepdims=False):
@@ -61,6 +77,93 @@ REDUCE_SHAPES = (
 )
 
 
+# -- how the property tests draw shapes and keyword arguments for ops whose flags do not say enough ----------
+def _count(shape, axis):
+    axis = range(len(shape)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    return int(np.prod([shape[a] for a in axis], dtype=np.int64))
+
+
+def _one_shape(kwargs_of, min_dims=0):
+    """One input shape, then keyword arguments that depend on it."""
+    return tgst.shapes(min_dims=min_dims).flatmap(lambda s: st.tuples(st.just((s,)), kwargs_of(s)))
+
+
+def _either_sign(axes, ndim):
+    # the same axes, each written as i or i - ndim at random
+    return st.tuples(*[st.sampled_from([a, a - ndim]) for a in axes])
+
+
+def _var_draw():  # ddof=1 needs at least two elements in every reduction
+    return _one_shape(lambda s: tgst.reduction_kwargs(len(s))).filter(lambda sk: _count(sk[0][0], sk[1]["axis"]) >= 2)
+
+
+def _softmax_draw():
+    return _one_shape(lambda s: st.fixed_dictionaries({"axis": tgst.axes(len(s), allow_empty=False)}), min_dims=1)
+
+
+def _reshape_draw():
+    targets = lambda s: st.sampled_from([(-1,), s[::-1], (1, *s), (*s, 1)])
+    return _one_shape(lambda s: targets(s).map(lambda t: {"shape": t}))
+
+
+def _transpose_draw():
+    perms = lambda s: st.permutations(range(len(s))).flatmap(lambda p: _either_sign(p, len(s)))
+    return _one_shape(lambda s: st.just({}) | perms(s).map(lambda p: {"axes": p}))
+
+
+def _expand_dims_draw():
+    return _one_shape(lambda s: st.integers(-len(s) - 1, len(s)).map(lambda a: {"axis": a}))
+
+
+def _squeeze_draw():
+    def kwargs(s):
+        ones = [i for i, n in enumerate(s) if n == 1]
+        some = st.lists(st.sampled_from(ones), unique=True) if ones else st.just([])
+        return st.just({}) | some.flatmap(lambda ax: _either_sign(ax, len(s))).map(lambda ax: {"axis": ax})
+
+    return _one_shape(kwargs)
+
+
+def _broadcast_to_draw():
+    return tgst.shapes().flatmap(
+        lambda target: st.tuples(st.tuples(tgst.shapes_broadcasting_to(target)), st.just({"shape": target}))
+    )
+
+
+@st.composite
+def _concatenate_draw(draw):
+    s = draw(tgst.shapes(min_dims=1))
+    axis = draw(st.integers(-len(s), len(s) - 1))
+    other = list(s)
+    other[axis] = draw(st.integers(1, 3))
+    return (s, tuple(other)), {"axis": axis}
+
+
+@st.composite
+def _stack_draw(draw):
+    s = draw(tgst.shapes(max_dims=3))
+    return (s, s), {"axis": draw(st.integers(-len(s) - 1, len(s)))}
+
+
+@st.composite
+def _getitem_draw(draw):
+    s = draw(tgst.shapes(min_dims=1))
+    index = draw(hnp.basic_indices(s, allow_newaxis=True) | hnp.integer_array_indices(s) | hnp.arrays(bool, s))
+    return (s,), {"index": index}
+
+
+@st.composite
+def _scatter_draw(draw):
+    s = draw(tgst.shapes(min_dims=1))
+    index = draw(hnp.basic_indices(s) | hnp.integer_array_indices(s))
+    return (np.zeros(s)[index].shape,), {"index": index, "shape": s}
+
+
+def _matmul_draw():
+    shapes = hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=2, min_side=1, max_side=3)
+    return st.tuples(shapes.map(lambda b: b.input_shapes), st.just({}))
+
+
 def _binary(name, fn, ref, domain="real"):
     return OpCase(name, fn, ref, 2, domain, BINARY_SHAPES, broadcasting=True)
 
@@ -87,6 +190,7 @@ OPS = (
         lambda c, x, y: np.where(c > 0, x, y),
         3,
         examples=((((3, 4), (3, 4), (4,)), {}), (((2, 1), (1, 3), ()), {})),
+        domain="nonzero",  # the condition c > 0 must not flip within the finite-difference step
         broadcasting=True,
         constant_inputs=(0,),
     ),
@@ -112,11 +216,14 @@ OPS = (
         "real",
         ((((3, 4),), {"axis": 1}), (((2, 3, 4),), {"axis": (0, 2), "keepdims": True})),
         axis_kwargs=True,
+        draw=_var_draw,
     ),
     _reduce("max", tg.max, np.max, domain="distinct"),
     _reduce("min", tg.min, np.min, domain="distinct"),
     _reduce("logsumexp", tg.logsumexp, _lse),
-    OpCase("softmax", tg.softmax, _softmax, 1, "real", ((((3, 4),), {}), (((2, 3, 4),), {"axis": 1}))),
+    OpCase(
+        "softmax", tg.softmax, _softmax, 1, "real", ((((3, 4),), {}), (((2, 3, 4),), {"axis": 1})), draw=_softmax_draw
+    ),
     OpCase(
         "log_softmax",
         tg.log_softmax,
@@ -124,8 +231,17 @@ OPS = (
         1,
         "real",
         ((((3, 4),), {}), (((2, 3, 4),), {"axis": 0})),
+        draw=_softmax_draw,
     ),
-    OpCase("reshape", lambda x: tg.reshape(x, (-1,)), lambda x: np.reshape(x, (-1,)), 1, "real", UNARY_SHAPES),
+    OpCase(
+        "reshape",
+        lambda x, shape=(-1,): tg.reshape(x, shape),
+        lambda x, shape=(-1,): np.reshape(x, shape),
+        1,
+        "real",
+        UNARY_SHAPES,
+        draw=_reshape_draw,
+    ),
     OpCase(
         "transpose",
         tg.transpose,
@@ -133,23 +249,34 @@ OPS = (
         1,
         "real",
         ((((3, 4),), {}), (((2, 3, 4),), {"axes": (1, 2, 0)}), (((2, 3, 4),), {"axes": (-1, 0, 1)})),
+        draw=_transpose_draw,
     ),
     OpCase(
         "expand_dims",
-        lambda x: tg.expand_dims(x, 1),
-        lambda x: np.expand_dims(x, 1),
+        lambda x, axis=1: tg.expand_dims(x, axis),
+        lambda x, axis=1: np.expand_dims(x, axis),
         1,
         "real",
         ((((3, 4),), {}), (((3,),), {})),
+        draw=_expand_dims_draw,
     ),
-    OpCase("squeeze", tg.squeeze, np.squeeze, 1, "real", ((((3, 1, 4),), {}), (((1, 3, 1),), {"axis": 0}))),
+    OpCase(
+        "squeeze",
+        tg.squeeze,
+        np.squeeze,
+        1,
+        "real",
+        ((((3, 1, 4),), {}), (((1, 3, 1),), {"axis": 0})),
+        draw=_squeeze_draw,
+    ),
     OpCase(
         "broadcast_to",
-        lambda x: tg.broadcast_to(x, (2, 3, 4)),
-        lambda x: np.broadcast_to(x, (2, 3, 4)),
+        lambda x, shape=(2, 3, 4): tg.broadcast_to(x, shape),
+        lambda x, shape=(2, 3, 4): np.broadcast_to(x, shape),
         1,
         "real",
         ((((3, 4),), {}), (((1, 4),), {}), (((3, 1),), {}), (((),), {})),
+        draw=_broadcast_to_draw,
     ),
     OpCase(
         "concatenate",
@@ -158,6 +285,7 @@ OPS = (
         2,
         "real",
         ((((2, 3), (4, 3)), {}), (((2, 3), (2, 1)), {"axis": -1})),
+        draw=_concatenate_draw,
     ),
     OpCase(
         "stack",
@@ -166,22 +294,25 @@ OPS = (
         2,
         "real",
         ((((2, 3), (2, 3)), {}), (((2, 3), (2, 3)), {"axis": 2})),
+        draw=_stack_draw,
     ),
     OpCase(
         "getitem",
-        lambda x: x[1:, np.array([0, 2, 2])],
-        lambda x: x[1:, np.array([0, 2, 2])],
+        lambda x, index=(slice(1, None), np.array([0, 2, 2])): x[index],
+        lambda x, index=(slice(1, None), np.array([0, 2, 2])): x[index],
         1,
         "real",
         ((((3, 4),), {}),),
+        draw=_getitem_draw,
     ),
     OpCase(
         "scatter",
-        lambda g: tg.scatter(g, index=np.array([0, 2, 0]), shape=(4, 2)),
-        lambda g: _scatter_ref(g, np.array([0, 2, 0]), (4, 2)),
+        lambda g, index=np.array([0, 2, 0]), shape=(4, 2): tg.scatter(g, index=index, shape=shape),
+        lambda g, index=np.array([0, 2, 0]), shape=(4, 2): _scatter_ref(g, index, shape),
         1,
         "real",
         ((((3, 2),), {}),),
+        draw=_scatter_draw,
     ),
     OpCase(
         "matmul",
@@ -197,12 +328,13 @@ OPS = (
             (((2, 3, 4), (4, 5)), {}),
             (((2, 1, 3, 4), (5, 4, 2)), {}),
         ),
+        draw=_matmul_draw,
     ),
 )
 
 
 def _scatter_ref(g, index, shape):
-    out = np.zeros(shape)
+    out = np.zeros(shape, dtype=g.dtype)
     np.add.at(out, index, g)
     return out
 
