@@ -2,8 +2,9 @@
 
 - ``backend`` runs a test once per array backend (see tests/backends.py).
 - Hypothesis profiles: ``ci`` (derandomized, more examples, no deadline) when the environment sets ``CI``, as
-  ``.ci/run`` does in CI; otherwise ``dev``, a fast run for local work. ``HYPOTHESIS_PROFILE=<name>`` picks
-  one explicitly. Property tests scale their costlier example counts from the loaded profile's ``max_examples``.
+  ``.ci/run`` does in CI; otherwise ``dev``, a fast run for local work; ``thorough`` for a long local hunt.
+  ``HYPOTHESIS_PROFILE=<name>`` picks one explicitly. Property tests scale their costlier example counts
+  from the loaded profile's ``max_examples``.
 """
 
 import os
@@ -21,6 +22,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=12, deadline=None)
+settings.register_profile("thorough", max_examples=400, deadline=None)  # a deep local hunt, minutes not seconds
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
