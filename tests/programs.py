@@ -154,7 +154,7 @@ def _valid(op, arrays, kwargs):
 @st.composite
 def programs(draw, max_steps: int = 8, max_inputs: int = 3, max_dims: int = 3):
     """A random :class:`Program` over inputs drawn with ``tapegrad.strategies``."""
-    n = draw(st.integers(1, max_inputs))
+    n = draw(st.integers(2, max_inputs) | st.integers(1, max_inputs))  # mostly inputs that broadcast together
     shapes = draw(tgst.broadcast_shapes(n, max_dims=max_dims))
     inputs = draw(tgst.inputs(shapes, "real"))
     values = [tg.Tensor(a) for a in inputs]  # evaluated as the program grows, never recorded
