@@ -80,7 +80,7 @@ BINARY = {
     "concatenate": (lambda x, y: tg.concatenate([x, y], axis=-1), lambda x, y: np.ndim(x) >= 1),
     "stack": (lambda x, y: tg.stack([x, y]), None),
 }
-OPS = sorted([*UNARY, *REDUCE, *SOFTMAX, *BINARY, "where"])
+OPS = [*BINARY, "where", *UNARY, *REDUCE, *SOFTMAX]  # add first: hypothesis favours the first choice
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,14 @@ class Program:
         return "Program(\n    " + "\n    ".join(lines) + f"\n  inputs: {arrays}\n)"
 
 
+def _broadcasts(a, b):
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
 def _acceptable(out):
     a = out.numpy()
     return a.size <= 81 and a.ndim <= 4 and np.all(np.isfinite(a)) and np.max(np.abs(a), initial=0.0) <= LIMIT
@@ -162,8 +170,13 @@ def programs(draw, max_steps: int = 8, max_inputs: int = 3, max_dims: int = 3):
     for _ in range(draw(st.integers(1, max_steps) | st.just(max_steps))):  # long programs half the time
         op = draw(st.sampled_from(OPS))
         arity = 3 if op == "where" else (2 if op in BINARY else 1)
-        # operands counted back from the newest value: programs shrink towards chains, reuse stays common
-        args = tuple(len(values) - 1 - draw(st.integers(0, len(values) - 1)) for _ in range(arity))
+        # the first operand counted back from the newest value (programs shrink towards chains), the others
+        # from any value alike, so that values of different shapes meet and broadcast
+        first = len(values) - 1 - draw(st.integers(0, len(values) - 1))
+        others = range(len(values))
+        if op not in ("matmul", "concatenate", "stack"):
+            others = [i for i in others if _broadcasts(values[first].shape, values[i].shape)]
+        args = (first, *(draw(st.sampled_from(others)) for _ in range(arity - 1)))
         x = values[args[0]]
         kwargs = {}
         if op in REDUCE:
