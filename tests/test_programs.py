@@ -1,6 +1,6 @@
 """Random programs (``programs.programs``): gradients and second derivatives against finite differences, and
-the tape's promises as properties: freed after backward, nothing recorded outside ``record()``, persistent
-tapes replay identically, gradients accumulate."""
+the tape's promises as properties: entries freed as the replay goes and nothing alive after it, nothing
+recorded outside ``record()``, persistent tapes replay identically, gradients accumulate."""
 
 import weakref
 
@@ -53,6 +53,26 @@ def test_after_backward_the_tape_is_empty_and_no_intermediate_is_alive(program):
     alive = [r() for r in probes if r() is not None and id(r()) not in kept and r() is not out._node]
     assert not alive, f"{len(alive)} intermediates outlived backward(): {[type(o).__name__ for o in alive]}"
     assert all(x.grad is None or x.grad.shape == x.shape for x in xs)  # None: an input the program never read
+
+
+@given(programs())
+def test_replay_frees_each_entry_as_it_goes(program):
+    # A hook on each step's value runs when the replay reaches it: every entry recorded after that value
+    # must already be freed then, so memory falls during backward(), not only at its end.
+    xs = _leaves(program)
+    values, recorded = list(xs), []
+    with tape.record() as t:
+        for step in program.steps:
+            values.append(step.run(values))
+            recorded.append(len(t))
+    seen = []
+    for v, n in zip(values[len(xs) :], recorded):
+        if v.requires_grad:
+            v.register_hook(lambda g, n=n: seen.append((len(t), n)))
+    out = values[-1]
+    del values
+    out.backward(_cotangent(out))
+    assert all(live <= n for live, n in seen), f"live entries vs entries up to the hooked value: {seen}"
 
 
 @given(programs())
