@@ -38,6 +38,7 @@ import weakref
 
 import numpy as np
 
+from ._tree import tree_flatten, tree_unflatten
 from .backend import NUMPY, backend_of, common_backend
 from .registry import Shape, numpy_rules, unbroadcast
 from .tensor import Tensor
@@ -317,7 +318,8 @@ class Tape:
         return None
 
     def gradient(self, target, sources, output_gradients=None, *, unconnected: str = "none"):
-        """Gradients of ``target`` with respect to ``sources`` (a tensor, list/tuple or dict), without touching ``.grad``.
+        """Gradients of ``target`` with respect to ``sources`` (a tensor, or nested lists/tuples/dicts of them),
+        in the same structure, without touching ``.grad``.
 
         ``unconnected="zero"`` gives zeros instead of None for sources that took no part.
 
@@ -330,8 +332,8 @@ class Tape:
         """
         if unconnected not in ("none", "zero"):
             raise ValueError(f"gradient(): unconnected must be 'none' or 'zero', got {unconnected!r}")
-        flat, rebuild = _flatten(sources)
-        targets, tflat = (target, [target]) if isinstance(target, Tensor) else (target, list(target))
+        flat, spec = tree_flatten(sources, "gradient()")
+        tflat = [target] if isinstance(target, Tensor) else list(target)
         gflat = (
             [None] * len(tflat)
             if output_gradients is None
@@ -355,7 +357,7 @@ class Tape:
             if g is None and unconnected == "zero":
                 g = (backend_of(s._data) or NUMPY).xp.zeros_like(s._data)
             out.append(g)
-        return rebuild(out)
+        return tree_unflatten(spec, out)
 
     def release(self) -> None:
         """Free every entry and saved array now; the tape cannot be replayed afterwards."""
@@ -892,19 +894,6 @@ def _check_float(x, what):
             f"{what}: a tensor of dtype {x._data.dtype} cannot carry a gradient; "
             "convert it first, e.g. Tensor(x.numpy().astype(np.float64))"
         )
-
-
-def _flatten(tree):
-    """Flatten a tensor, list/tuple or dict of tensors; return the leaves and a function rebuilding it."""
-    if isinstance(tree, Tensor):
-        return [tree], lambda out: out[0]
-    if isinstance(tree, dict):
-        keys = list(tree)
-        return [tree[k] for k in keys], lambda out: dict(zip(keys, out))
-    if isinstance(tree, (list, tuple)):
-        kind = type(tree)
-        return list(tree), lambda out: kind(out)
-    raise TypeError(f"sources must be a tensor, a list/tuple or a dict of tensors, got {type(tree).__name__}")
 
 
 # -- entry points used by Tensor ------------------------------------------------------------------------

@@ -402,6 +402,8 @@ def test_gradient_returns_the_structure_given_and_zero_for_unconnected():
     g = t.gradient(out, {"x": x, "y": y, "z": z})
     assert set(g) == {"x", "y", "z"} and g["x"][0] == 2.0 and g["z"] is None
     assert t.gradient(out, (z,), unconnected="zero")[0][0] == 0.0
+    nested = t.gradient(out, {"a": [x, (y,)]})
+    assert nested["a"][0][0] == 2.0 and nested["a"][1][0][0] == 1.0
     out.backward()
     assert x.grad[0] == g["x"][0]
 
