@@ -221,10 +221,12 @@ def unbroadcast(xp, g, shape):
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
-    if axes:
-        g = xp.sum(g, axis=axes, keepdims=True)
-    return xp.reshape(g, shape)
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if stretched:
+        g = xp.sum(g, axis=stretched, keepdims=True)
+    if lead:
+        g = xp.sum(g, axis=tuple(range(lead)))  # a new array of the exact shape: the tape can hand it over
+    return g if g.shape == shape else xp.reshape(g, shape)
 
 
 def _scatter_numpy(g, index, shape):
