@@ -18,68 +18,19 @@ from .tensor import Tensor, tensor  # first: the ops and the tape build on the T
 from . import tape
 
 # isort: on
-from . import debug, nn, optim, viz  # after the engine: they build on it
+from . import debug, nn, ops, optim, viz  # after the engine: they build on it
 from .budget import TapeBudgetError
 from .checkpoint import checkpoint
 from .custom import CustomOp, custom_op
 from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
-from .ops import (
-    absolute,
-    add,
-    argmax,
-    argmin,
-    astype,
-    broadcast_to,
-    clip,
-    concatenate,
-    cos,
-    divide,
-    equal,
-    exp,
-    expand_dims,
-    getitem,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    log,
-    log_softmax,
-    logsumexp,
-    matmul,
-    max,
-    maximum,
-    mean,
-    min,
-    minimum,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    relu,
-    reshape,
-    scatter,
-    sigmoid,
-    sign,
-    sin,
-    softmax,
-    sqrt,
-    squeeze,
-    stack,
-    subtract,
-    sum,
-    swapaxes,
-    tanh,
-    transpose,
-    var,
-    where,
-)
+from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
 from .serialization import CheckpointError, load, save
 from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
 from .testing import GradcheckError, gradcheck, gradgradcheck
 
-abs = absolute
+abs = ops.absolute
 
 
 def stop_gradient(x):
@@ -135,52 +86,4 @@ __all__ = [
     "custom_op",
     "CustomOp",
     "abs",
-    "absolute",
-    "add",
-    "argmax",
-    "argmin",
-    "astype",
-    "broadcast_to",
-    "clip",
-    "concatenate",
-    "cos",
-    "divide",
-    "equal",
-    "exp",
-    "expand_dims",
-    "getitem",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
-    "log",
-    "log_softmax",
-    "logsumexp",
-    "matmul",
-    "max",
-    "maximum",
-    "mean",
-    "min",
-    "minimum",
-    "multiply",
-    "negative",
-    "not_equal",
-    "power",
-    "relu",
-    "reshape",
-    "scatter",
-    "sigmoid",
-    "sign",
-    "sin",
-    "softmax",
-    "sqrt",
-    "squeeze",
-    "stack",
-    "subtract",
-    "sum",
-    "swapaxes",
-    "tanh",
-    "transpose",
-    "var",
-    "where",
-]
+] + ops.__all__

@@ -95,7 +95,6 @@ __all__ = [
     "transpose",
     "var",
     "where",
-    "tensor_rules",
 ]
 
 
