@@ -17,8 +17,9 @@ Contract
   ``xp`` parameter gets ``xp=fx``; any other forward (written with operators) runs as it is.
 - **Rules per backend.** ``Backend.fx`` is also the namespace rules compute with on a plain replay: the names
   of ``registry.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy's namespace
-  plus three helpers (:func:`tapegrad.array_api.numpy_like_spellings`); other libraries get :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` ->
-  ``concat``, a scatter-add for indexing, ...). What a library cannot do raises ``NotImplementedError``
+  plus three helpers (:func:`tapegrad.array_api.numpy_like_spellings`); other libraries get
+  :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` -> ``concat``, a
+  scatter-add for indexing, ...). What a library cannot do raises ``NotImplementedError``
   naming the op and the library.
 - **Finding the namespace.** ``array-api-compat`` (the ``backends`` extra) when installed, else the array's
   own ``__array_namespace__()``.

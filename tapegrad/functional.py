@@ -128,7 +128,8 @@ def _rows(t, live, xs, recording):
 
 
 def _columns(t, live, xs, recording):
-    """Forward mode: record ``u -> J^T u`` once (a replay on a second tape), then one replay of that per input element."""
+    """Forward mode: record ``u -> J^T u`` once (a replay on a second tape), then one replay of that per
+    input element."""
     with Scope(persistent=True) as outer:
         with outer:
             us = [Tensor(np.zeros(o.shape, dtype=o.dtype)) for o in live]

@@ -20,8 +20,9 @@ class Tensor:
     """An n-dimensional array that tapegrad can differentiate.
 
     ``data`` is the array: NumPy's by default, or CuPy's or any array API library's (``tapegrad.backend``),
-    kept as given, so a tensor stays where its array lives; ``grad`` is None until a backward pass reaches the tensor, then an array of
-    the same shape and dtype; ``requires_grad`` marks a leaf whose gradient backward should accumulate.
+    kept as given, so a tensor stays where its array lives. ``grad`` is None until a backward pass reaches
+    the tensor, then an array of the same shape and dtype. ``requires_grad`` marks a leaf whose gradient
+    backward should accumulate.
 
     >>> import tapegrad as tg
     >>> x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)

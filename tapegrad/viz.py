@@ -1,9 +1,9 @@
 """Drawing a tape: Graphviz DOT source with no dependency, and rendering through the optional ``graphviz`` package.
 
-In the drawing, leaves that need a gradient are blue ellipses (constants grey), each entry is a box (its op, its operands and what it saves) feeding
-the ellipse of the value it produced, and outputs (values no later entry uses) are double octagons. Edges
-carry shapes. A box's size and redness grow with the bytes its entry keeps for backward, so the memory hot
-spot stands out.
+In the drawing, leaves that need a gradient are blue ellipses (constants grey), each entry is a box (its op,
+its operands and what it saves) feeding the ellipse of the value it produced, and outputs (values no later
+entry uses) are double octagons. Edges carry shapes. A box's size and redness grow with the bytes its entry
+keeps for backward, so the memory hot spot stands out.
 
 ``render`` needs ``pip install "tapegrad[viz]"`` and the Graphviz ``dot`` program (``apt-get install graphviz``,
 ``brew install graphviz``); without them it says so, and ``t.to_dot()`` still works.
