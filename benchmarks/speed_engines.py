@@ -1,6 +1,6 @@
-"""The speed benchmark's engines: each workload of :mod:`benchmarks.speed_workloads` written once per engine
-(tapegrad, the node-graph reference, HIPS autograd, PyTorch eager CPU; the hand-written NumPy floor lives with
-the workloads), the table of engines, and the gradient check every engine passes before anything is timed.
+"""The speed benchmark's engines: each workload of :mod:`benchmarks.speed_workloads` written once per API
+(tapegrad and the node-graph reference share one, HIPS autograd, PyTorch eager CPU; the hand-written NumPy
+floor lives with the workloads), the table of engines, and the gradient check every engine passes before anything is timed.
 
 Every engine starts from the same arrays, so :func:`check` compares each one's gradients with the hand-written
 NumPy ones.
@@ -47,148 +47,96 @@ __all__ = [
 ]
 
 
-# -- tapegrad --------------------------------------------------------------------------------------------------
-def _tapegrad_chain(s):
+# -- tapegrad and the node-graph reference: the same model code on either tensor class ------------------------
+def _tapegrad():
     import tapegrad as tg
-    from tapegrad import tape
 
-    leaves = [tg.Tensor(a, requires_grad=True) for a in chain_data(s)]
-    x0, w, b, c = leaves
-    cycles = s.chain_ops // 4
-
-    def forward():
-        for t in leaves:
-            t.grad = None
-        x = x0
-        with tape.record():
-            for _ in range(cycles):
-                x = (x * w + b).tanh() - c
-            return x.sum()
-
-    def backward(loss):
-        loss.backward()
-        return [t.grad for t in leaves]
-
-    return forward, backward
+    return tg.Tensor, tg.tanh, tg.relu, tg.record
 
 
-def _tapegrad_fanout(s):
-    import tapegrad as tg
-    from tapegrad import tape
+def _nodegraph():
+    import contextlib
 
-    x0, ks = fanout_data(s)
-    x, ks = tg.Tensor(x0, requires_grad=True), [tg.Tensor(k) for k in ks]
+    from benchmarks import nodegraph as ng  # the memory benchmark's; it records always, so no block
 
-    def forward():
-        x.grad = None
-        with tape.record():
-            h = x.tanh()
-            y = h * ks[0]
-            for k in ks[1:]:
-                y = y + h * k
-            return y.sum()
-
-    def backward(loss):
-        loss.backward()
-        return [x.grad]
-
-    return forward, backward
+    return ng.Tensor, ng.tanh, ng.relu, contextlib.nullcontext
 
 
-def _tapegrad_mlp(s, dtype):
-    import tapegrad as tg
-    from tapegrad import tape
+def _tensor_chain(api):
+    def build(s):
+        Tensor, tanh, _, record = api()
+        leaves = [Tensor(a, requires_grad=True) for a in chain_data(s)]
+        x0, w, b, c = leaves
+        cycles = s.chain_ops // 4
 
-    arrays, X, Y = mlp_data(s, dtype)
-    params, X, Y, lr = [tg.Tensor(p, requires_grad=True) for p in arrays], tg.Tensor(X), tg.Tensor(Y), s.lr
+        def forward():
+            for t in leaves:
+                t.grad = None
+            x = x0
+            with record():
+                for _ in range(cycles):
+                    x = tanh(x * w + b) - c
+                return x.sum()
 
-    def forward():
-        for p in params:
-            p.grad = None
-        with tape.record():
-            a = X
-            for i in range(0, len(params), 2):
-                a = a @ params[i] + params[i + 1]
-                if i + 2 < len(params):
-                    a = a.relu()
-            return ((a - Y) ** 2).mean()
+        def backward(loss):
+            loss.backward()
+            return [t.grad for t in leaves]
 
-    def backward(loss):
-        loss.backward()
-        for p in params:
-            p.data -= lr * p.grad
-        return [p.grad for p in params]
+        return forward, backward
 
-    return forward, backward
+    return build
 
 
-# -- the node-graph reference (benchmarks.nodegraph, the memory benchmark's) ---------------------------------
-def _nodegraph_chain(s):
-    from benchmarks import nodegraph as ng
+def _tensor_fanout(api):
+    def build(s):
+        Tensor, tanh, _, record = api()
+        x0, ks = fanout_data(s)
+        x, ks = Tensor(x0, requires_grad=True), [Tensor(k) for k in ks]
 
-    leaves = [ng.Tensor(a, requires_grad=True) for a in chain_data(s)]
-    x0, w, b, c = leaves
-    cycles = s.chain_ops // 4
+        def forward():
+            x.grad = None
+            with record():
+                h = tanh(x)
+                y = h * ks[0]
+                for k in ks[1:]:
+                    y = y + h * k
+                return y.sum()
 
-    def forward():
-        for t in leaves:
-            t.grad = None
-        x = x0
-        for _ in range(cycles):
-            x = ng.tanh(x * w + b) - c
-        return x.sum()
+        def backward(loss):
+            loss.backward()
+            return [x.grad]
 
-    def backward(loss):
-        loss.backward()
-        return [t.grad for t in leaves]
+        return forward, backward
 
-    return forward, backward
-
-
-def _nodegraph_fanout(s):
-    from benchmarks import nodegraph as ng
-
-    x0, ks = fanout_data(s)
-    x, ks = ng.Tensor(x0, requires_grad=True), [ng.Tensor(k) for k in ks]
-
-    def forward():
-        x.grad = None
-        h = ng.tanh(x)
-        y = h * ks[0]
-        for k in ks[1:]:
-            y = y + h * k
-        return y.sum()
-
-    def backward(loss):
-        loss.backward()
-        return [x.grad]
-
-    return forward, backward
+    return build
 
 
-def _nodegraph_mlp(s, dtype):
-    from benchmarks import nodegraph as ng
+def _tensor_mlp(api):
+    def build(s, dtype):
+        Tensor, _, relu, record = api()
+        arrays, X, Y = mlp_data(s, dtype)
+        params, X, Y, lr = [Tensor(p, requires_grad=True) for p in arrays], Tensor(X), Tensor(Y), s.lr
 
-    arrays, X, Y = mlp_data(s, dtype)
-    params, X, Y, lr = [ng.Tensor(p, requires_grad=True) for p in arrays], ng.Tensor(X), ng.Tensor(Y), s.lr
+        def forward():
+            for p in params:
+                p.grad = None
+            with record():
+                a = X
+                for i in range(0, len(params), 2):
+                    a = a @ params[i] + params[i + 1]
+                    if i + 2 < len(params):
+                        a = relu(a)
+                return ((a - Y) ** 2).mean()
 
-    def forward():
-        for p in params:
-            p.grad = None
-        a = X
-        for i in range(0, len(params), 2):
-            a = a @ params[i] + params[i + 1]
-            if i + 2 < len(params):
-                a = ng.relu(a)
-        return ((a - Y) ** 2).mean()
+        def backward(loss):
+            loss.backward()
+            for p in params:
+                p.data -= lr * p.grad
+            return [p.grad for p in params]
 
-    def backward(loss):
-        loss.backward()
-        for p in params:
-            p.data -= lr * p.grad
-        return [p.grad for p in params]
+        return forward, backward
 
-    return forward, backward
+    return build
 
 
 # -- HIPS autograd: functional, so forward is make_vjp and backward calls the vjp ----------------------------
@@ -356,13 +304,15 @@ class Engine:
 
 ENGINES = {
     "numpy": Engine("numpy", None, numpy_chain, numpy_fanout, numpy_mlp),
-    "tapegrad": Engine("tapegrad", "tapegrad", _tapegrad_chain, _tapegrad_fanout, _tapegrad_mlp),
+    "tapegrad": Engine(
+        "tapegrad", "tapegrad", _tensor_chain(_tapegrad), _tensor_fanout(_tapegrad), _tensor_mlp(_tapegrad)
+    ),
     "nodegraph": Engine(
         "nodegraph",
         "benchmarks.nodegraph",
-        _nodegraph_chain,
-        _nodegraph_fanout,
-        _nodegraph_mlp,
+        _tensor_chain(_nodegraph),
+        _tensor_fanout(_nodegraph),
+        _tensor_mlp(_nodegraph),
         "the node-graph reference (benchmarks/nodegraph.py) is not in this checkout",
     ),
     "autograd": Engine(
