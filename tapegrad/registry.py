@@ -23,7 +23,6 @@ calls :func:`unbroadcast` for ops registered with ``broadcast=True``.
 from __future__ import annotations
 
 import functools
-import types
 
 import numpy as np
 
@@ -243,41 +242,33 @@ def _is_basic_index(index):
     return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
 
 
-# The namespace rules compute with on a plain replay: NumPy itself, plus the few functions NumPy spells with
-# syntax or methods. Other array libraries have a namespace with the same names (``tapegrad.backend``).
-numpy_rules = types.SimpleNamespace(
-    **{
-        n: getattr(np, n)
-        for n in (
-            "exp",
-            "log",
-            "sqrt",
-            "sin",
-            "cos",
-            "tanh",
-            "sign",
-            "abs",
-            "where",
-            "sum",
-            "mean",
-            "reshape",
-            "broadcast_to",
-            "expand_dims",
-            "squeeze",
-            "transpose",
-            "swapaxes",
-            "matmul",
-            "zeros",
-            "ones",
-            "maximum",
-            "minimum",
-            "concatenate",
-            "stack",
-        )
-    },
-    astype=lambda x, dtype: x.astype(dtype),
-    getitem=lambda x, index: x[index],
-    masked=lambda cond, g: g * cond,  # where(cond, g, 0), several times faster in NumPy
-    scatter=_scatter_numpy,
-    name="numpy",
-)
+class _NumpyRules:
+    """The namespace rules compute with on a plain replay: NumPy itself (any of its names, looked up once and
+    cached), plus the few functions NumPy spells with syntax or methods. Other array libraries have a
+    namespace with the same names (``tapegrad.backend``)."""
+
+    name = "numpy"
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        f = getattr(np, attr)  # AttributeError names the missing function
+        setattr(self, attr, f)
+        return f
+
+    @staticmethod
+    def astype(x, dtype):
+        return x.astype(dtype)
+
+    @staticmethod
+    def getitem(x, index):
+        return x[index]
+
+    @staticmethod
+    def masked(cond, g):
+        return g * cond  # where(cond, g, 0), several times faster in NumPy
+
+    scatter = staticmethod(_scatter_numpy)
+
+
+numpy_rules = _NumpyRules()

@@ -9,6 +9,8 @@ slip in untested.
 
 from __future__ import annotations
 
+import importlib
+import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -164,26 +166,26 @@ def _matmul_draw():
     return st.tuples(shapes.map(lambda b: b.input_shapes), st.just({}))
 
 
-def _binary(name, fn, ref, domain="real"):
+def binary(name, fn, ref, domain="real"):
     return OpCase(name, fn, ref, 2, domain, BINARY_SHAPES, broadcasting=True)
 
 
-def _unary(name, fn, ref, domain="real"):
+def unary(name, fn, ref, domain="real"):
     return OpCase(name, fn, ref, 1, domain, UNARY_SHAPES)
 
 
-def _reduce(name, fn, ref, domain="real"):
+def reduce(name, fn, ref, domain="real"):
     return OpCase(name, fn, ref, 1, domain, REDUCE_SHAPES, axis_kwargs=True)
 
 
 OPS = (
-    _binary("add", lambda x, y: x + y, np.add),
-    _binary("subtract", lambda x, y: x - y, np.subtract),
-    _binary("multiply", lambda x, y: x * y, np.multiply),
-    _binary("divide", lambda x, y: x / y, np.divide, domain="nonzero"),
-    _binary("power", lambda x, y: x**y, np.power, domain="positive"),
-    _binary("maximum", tg.maximum, np.maximum, domain="distinct"),
-    _binary("minimum", tg.minimum, np.minimum, domain="distinct"),
+    binary("add", lambda x, y: x + y, np.add),
+    binary("subtract", lambda x, y: x - y, np.subtract),
+    binary("multiply", lambda x, y: x * y, np.multiply),
+    binary("divide", lambda x, y: x / y, np.divide, domain="nonzero"),
+    binary("power", lambda x, y: x**y, np.power, domain="positive"),
+    binary("maximum", tg.maximum, np.maximum, domain="distinct"),
+    binary("minimum", tg.minimum, np.minimum, domain="distinct"),
     OpCase(
         "where",
         lambda c, x, y: tg.where(c > 0, x, y),
@@ -194,20 +196,20 @@ OPS = (
         broadcasting=True,
         constant_inputs=(0,),
     ),
-    _unary("negative", lambda x: -x, np.negative),
-    _unary("absolute", abs, np.abs, domain="nonzero"),
-    _unary("exp", tg.exp, np.exp),
-    _unary("log", tg.log, np.log, domain="positive"),
-    _unary("sqrt", tg.sqrt, np.sqrt, domain="positive"),
-    _unary("sin", tg.sin, np.sin),
-    _unary("cos", tg.cos, np.cos),
-    _unary("tanh", tg.tanh, np.tanh),
-    _unary("sigmoid", tg.sigmoid, _sigmoid),
-    _unary("relu", tg.relu, lambda x: np.maximum(x, 0), domain="nonzero"),
+    unary("negative", lambda x: -x, np.negative),
+    unary("absolute", abs, np.abs, domain="nonzero"),
+    unary("exp", tg.exp, np.exp),
+    unary("log", tg.log, np.log, domain="positive"),
+    unary("sqrt", tg.sqrt, np.sqrt, domain="positive"),
+    unary("sin", tg.sin, np.sin),
+    unary("cos", tg.cos, np.cos),
+    unary("tanh", tg.tanh, np.tanh),
+    unary("sigmoid", tg.sigmoid, _sigmoid),
+    unary("relu", tg.relu, lambda x: np.maximum(x, 0), domain="nonzero"),
     OpCase("clip", lambda x: tg.clip(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), 1, "distinct", UNARY_SHAPES),
     OpCase("astype", lambda x: tg.astype(x, dtype=x.dtype), lambda x: x, 1, "real", UNARY_SHAPES),
-    _reduce("sum", tg.sum, np.sum),
-    _reduce("mean", tg.mean, np.mean),
+    reduce("sum", tg.sum, np.sum),
+    reduce("mean", tg.mean, np.mean),
     OpCase(
         "var",
         lambda x, **k: tg.var(x, ddof=1, **k),
@@ -218,9 +220,9 @@ OPS = (
         axis_kwargs=True,
         draw=_var_draw,
     ),
-    _reduce("max", tg.max, np.max, domain="distinct"),
-    _reduce("min", tg.min, np.min, domain="distinct"),
-    _reduce("logsumexp", tg.logsumexp, _lse),
+    reduce("max", tg.max, np.max, domain="distinct"),
+    reduce("min", tg.min, np.min, domain="distinct"),
+    reduce("logsumexp", tg.logsumexp, _lse),
     OpCase(
         "softmax", tg.softmax, _softmax, 1, "real", ((((3, 4),), {}), (((2, 3, 4),), {"axis": 1})), draw=_softmax_draw
     ),
@@ -351,3 +353,9 @@ def draw_values(rng, shape, domain, dtype=np.float64):
     else:
         a = rng.standard_normal(shape)
     return np.asarray(a, dtype=dtype)
+
+
+# Families beside the core rows: each ``tests/op_rows_<family>.py`` defines ``ROWS``, a tuple of OpCase built
+# with the helpers above (``from op_table import OpCase, ...``); every one of them joins OPS here.
+for _path in sorted(pathlib.Path(__file__).parent.glob("op_rows_*.py")):
+    OPS = OPS + tuple(importlib.import_module(_path.stem).ROWS)

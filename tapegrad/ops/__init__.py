@@ -4,8 +4,6 @@
 the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 """
 
-import types
-
 import numpy as np
 
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
@@ -98,43 +96,56 @@ __all__ = [
 ]
 
 
+class _TensorRules:
+    """NumPy's names, implemented by tapegrad's differentiable ops: what rules compute with on a recorded
+    replay. Any public op of ``tapegrad.ops`` is found by its name; constructors (``zeros``, ``ones_like``...)
+    give constant tensors; NumPy's constants and dtypes pass through."""
+
+    name = "tapegrad"
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        f = globals().get(attr) if attr in __all__ else None
+        if f is None and attr in _CONSTRUCTORS:
+            f = _constant(getattr(np, attr))
+        if f is None:
+            value = getattr(np, attr, None)
+            if value is None or (callable(value) and not isinstance(value, type)):
+                raise AttributeError(
+                    f"a rule computed xp.{attr} on a recorded replay (create_graph), but tapegrad has no "
+                    f"differentiable op named {attr!r}: write the rule with ops tapegrad has, or define one with defop"
+                )
+            f = value  # a constant or a dtype
+        setattr(self, attr, f)
+        return f
+
+    @staticmethod
+    def masked(cond, g):
+        return where(cond, g, 0)
+
+    @staticmethod
+    def astype(x, dtype):
+        return astype(x, dtype=dtype)
+
+    @staticmethod
+    def getitem(x, index):
+        return getitem(x, index=index)
+
+    scatter = staticmethod(scatter)
+
+
 def _constant(make):
-    def fn(shape, dtype=float):
+    def fn(*args, **kwargs):
         from ..tensor import Tensor
 
-        return Tensor._wrap(make(shape, dtype=dtype))
+        args = [a._data if isinstance(a, Tensor) else a for a in args]
+        return Tensor._wrap(make(*args, **kwargs))
 
     return fn
 
 
-tensor_rules = types.SimpleNamespace(
-    exp=exp,
-    log=log,
-    sqrt=sqrt,
-    sin=sin,
-    cos=cos,
-    tanh=tanh,
-    sign=sign,
-    abs=absolute,
-    where=where,
-    sum=sum,
-    mean=mean,
-    reshape=reshape,
-    broadcast_to=broadcast_to,
-    expand_dims=expand_dims,
-    squeeze=squeeze,
-    transpose=transpose,
-    swapaxes=swapaxes,
-    matmul=matmul,
-    zeros=_constant(np.zeros),
-    ones=_constant(np.ones),
-    maximum=maximum,
-    minimum=minimum,
-    concatenate=concatenate,
-    stack=stack,
-    masked=lambda cond, g: where(cond, g, 0),
-    scatter=scatter,
-    astype=lambda x, dtype: astype(x, dtype=dtype),
-    getitem=lambda x, index: getitem(x, index=index),
-    name="tapegrad",
+_CONSTRUCTORS = frozenset(
+    ("zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like")
 )
+tensor_rules = _TensorRules()
