@@ -1,34 +1,41 @@
 """tapegrad: reverse-mode automatic differentiation for NumPy on a gradient tape (a Wengert list).
 
 Training lives beside the engine: ``tapegrad.nn`` (modules, layers, losses), ``tapegrad.optim`` (optimizers,
-clipping, schedules), and ``tapegrad.save`` / ``tapegrad.load`` (checkpoints without pickle).
+clipping, schedules), and ``tapegrad.save`` / ``tapegrad.load`` (checkpoints without pickle). The layers of
+the package, and what may import what, are described in docs/architecture.md.
 
 >>> import tapegrad as tg
->>> from tapegrad import tape
 >>> w = tg.Tensor([1.0, 2.0], requires_grad=True)
->>> with tape.record():
+>>> with tg.record():
 ...     loss = (w * w).sum()
 >>> loss.backward()
 >>> w.grad
 array([2., 4.])
 """
 
-# isort: off
-from .tensor import Tensor, tensor  # first: the ops and the tape build on the Tensor class
-from . import tape
-
-# isort: on
-from . import debug, nn, ops, optim, viz  # after the engine: they build on it
-from .budget import TapeBudgetError
-from .checkpoint import checkpoint
+from . import debug, nn, ops, optim, tape, tensor_methods, viz
 from .custom import CustomOp, custom_op
-from .debug import AnomalyError, TapeEscapeWarning, TapeLeakWarning, detect_anomaly
-from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from .debug import detect_anomaly
+from .errors import (
+    AnomalyError,
+    CheckpointError,
+    GradcheckError,
+    InPlaceModificationError,
+    TapeBudgetError,
+    TapeError,
+    TapeEscapeWarning,
+    TapeLeakWarning,
+)
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
-from .registry import NONDIFF, REGISTRY, defnondiff, defop, unbroadcast
-from .serialization import CheckpointError, load, save
-from .tape import InPlaceModificationError, Tape, TapeError, record, stop_recording
-from .testing import GradcheckError, gradcheck, gradgradcheck
+from .recompute import checkpoint
+from .registry import NONDIFF, REGISTRY, defnondiff, defop
+from .serialization import load, save
+from .tape import Tape, record, stop_recording
+from .tensor import Tensor, tensor
+from .testing import gradcheck, gradgradcheck
+from .transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+
+del tensor_methods  # imported for its effect: Tensor's operators and methods are bound
 
 abs = ops.absolute
 
@@ -48,13 +55,11 @@ __version__ = "0.1.0"
 __all__ = [
     "Tensor",
     "tensor",
-    "tape",
-    "debug",
-    "viz",
     "record",
     "stop_recording",
     "stop_gradient",
     "Tape",
+    "tape",
     "TapeError",
     "InPlaceModificationError",
     "TapeBudgetError",
@@ -62,8 +67,11 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
+    "debug",
+    "viz",
     "nn",
     "optim",
+    "ops",
     "save",
     "load",
     "CheckpointError",
@@ -75,7 +83,6 @@ __all__ = [
     "NONDIFF",
     "defop",
     "defnondiff",
-    "unbroadcast",
     "grad",
     "value_and_grad",
     "vjp",

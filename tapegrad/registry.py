@@ -8,47 +8,30 @@ The rule signature, shared by every op::
 
     vjp(xp, g, ans, *inputs, **params) -> gradient for one input
 
-- ``xp``: the namespace the rule computes with. On a plain replay it is :data:`numpy_rules` (NumPy functions on
-  arrays, full NumPy speed); on a replay recorded for higher-order derivatives (``create_graph=True``) it is
+- ``xp``: the namespace the rule computes with. On a plain replay it is :data:`tapegrad.backend.numpy_rules`
+  (NumPy's functions by their names, on arrays, at full NumPy speed); on a replay recorded for higher-order derivatives (``create_graph=True``) it is
   tapegrad's own ops, and ``g``, ``ans`` and the inputs are tensors, so the rule itself is recorded.
 - ``g``: the cotangent of the output, in the output's shape. ``ans``: the output value.
 - ``inputs``: the values the op declared in ``save=``; anything not saved arrives as ``None``, and a
-  ``"x.shape"`` save arrives as a :class:`Shape` (shape and dtype only), so the tape keeps no array it does not need.
+  ``"x.shape"`` save arrives as a :class:`~tapegrad._shapes.Shape` (shape and dtype only), so the tape keeps no array it does not need.
 - ``params``: the op's keyword parameters (``axis``, ``keepdims``, ...), as given to the forward.
 
 A rule returns the gradient in the output's broadcast shape. It never undoes broadcasting itself: the replay
-calls :func:`unbroadcast` for ops registered with ``broadcast=True``.
+calls :func:`tapegrad._shapes.unbroadcast` for ops registered with ``broadcast=True``.
 """
 
 from __future__ import annotations
 
 import functools
 
-import numpy as np
+from .core.record import apply, apply_nondiff
 
-__all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF", "unbroadcast", "Shape", "numpy_rules"]
+__all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF"]
 
 REGISTRY: dict[str, Op] = {}
 NONDIFF: dict[str, Op] = {}
 
 _INPUT_NAMES = ("x", "y", "z", "w")
-
-
-class Shape:
-    """What a rule sees of an input saved as ``"x.shape"``: its shape, ndim and dtype, no data."""
-
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, array):
-        self.shape = array.shape
-        self.dtype = array.dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def __repr__(self) -> str:
-        return f"Shape({self.shape}, {self.dtype})"
 
 
 class _PerArgument:
@@ -97,17 +80,6 @@ class Op:
         self.doc = doc
         self.joint = joint
 
-    def saved_values(self, datas):
-        """The per-input values an entry keeps for this op's rules (arrays, shapes or None)."""
-        flags = self.save
-        if flags is True:
-            return datas
-        if flags is None:
-            return self.nosave if len(datas) == self.arity else (None,) * len(datas)
-        if self.variadic:
-            flags = flags * len(datas)
-        return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
-
     def __repr__(self) -> str:
         return f"<op {self.name}>"
 
@@ -155,8 +127,6 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     >>> y.backward(); float(x.grad)
     12.0
     """
-    from .tape import apply
-
     variadic = inputs == "*"
     if joint:
         if len(vjps) != 1:
@@ -196,8 +166,6 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
 
 def defnondiff(name, forward, doc=None):
     """Register an op whose result has no gradient (comparisons, argmax): it is never recorded."""
-    from .tape import apply_nondiff
-
     op = Op(name, forward, (), None, False, False, False, 0, doc)
     NONDIFF[name] = op
 
@@ -208,67 +176,3 @@ def defnondiff(name, forward, doc=None):
     fn.__doc__ = doc
     fn.op = op
     return fn
-
-
-def unbroadcast(xp, g, shape):
-    """Sum ``g`` down to ``shape``: the adjoint of broadcasting an array of ``shape`` to ``g.shape``.
-
-    >>> unbroadcast(numpy_rules, np.ones((2, 3)), (3,))
-    array([2., 2., 2.])
-    """
-    gshape = g.shape
-    if gshape == shape:
-        return g
-    lead = len(gshape) - len(shape)
-    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
-    if stretched:
-        g = xp.sum(g, axis=stretched, keepdims=True)
-    if lead:
-        g = xp.sum(g, axis=tuple(range(lead)))  # a new array of the exact shape: the tape can hand it over
-    return g if g.shape == shape else xp.reshape(g, shape)
-
-
-def _scatter_numpy(g, index, shape):
-    out = np.zeros(shape, dtype=g.dtype)
-    if _is_basic_index(index):
-        out[index] = g  # basic indexing never repeats an element
-    else:
-        np.add.at(out, index, g)  # repeated integer indices must accumulate
-    return out
-
-
-def _is_basic_index(index):
-    items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
-
-
-class _NumpyRules:
-    """The namespace rules compute with on a plain replay: NumPy itself (any of its names, looked up once and
-    cached), plus the few functions NumPy spells with syntax or methods. Other array libraries have a
-    namespace with the same names (``tapegrad.backend``)."""
-
-    name = "numpy"
-
-    def __getattr__(self, attr):
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        f = getattr(np, attr)  # AttributeError names the missing function
-        setattr(self, attr, f)
-        return f
-
-    @staticmethod
-    def astype(x, dtype):
-        return x.astype(dtype)
-
-    @staticmethod
-    def getitem(x, index):
-        return x[index]
-
-    @staticmethod
-    def masked(cond, g):
-        return g * cond  # where(cond, g, 0), several times faster in NumPy
-
-    scatter = staticmethod(_scatter_numpy)
-
-
-numpy_rules = _NumpyRules()

@@ -23,6 +23,7 @@ import zipfile
 
 import numpy as np
 
+from .errors import CheckpointError
 from .tensor import Tensor
 
 __all__ = ["save", "load", "CheckpointError"]
@@ -30,21 +31,6 @@ __all__ = ["save", "load", "CheckpointError"]
 _HEADER = "__tapegrad__"
 _FORMAT = "tapegrad-checkpoint"
 _VERSION = 1
-
-
-class CheckpointError(ValueError):
-    """A file is not a readable tapegrad checkpoint (truncated, corrupt, or written by something else).
-
-    >>> import os, tempfile, tapegrad as tg
-    >>> path = os.path.join(tempfile.mkdtemp(), "bad.npz")
-    >>> with open(path, "wb") as f:
-    ...     _ = f.write(b"not a checkpoint")
-    >>> try:
-    ...     tg.load(path)
-    ... except tg.CheckpointError as err:
-    ...     print("refused:", "not a checkpoint" in str(err))
-    refused: True
-    """
 
 
 def _encode(obj, arrays: dict, where: str):

@@ -1,8 +1,12 @@
-"""Tensor: a NumPy array with ``grad`` and ``requires_grad``, and operators that delegate to the registered ops.
+"""Tensor: an array with ``grad`` and ``requires_grad``. The data class only: no engine, no operators.
 
 A tensor holds its array, its gradient, whether it needs one, and (when a tape recorded it) a bare ``Node``
 token used as its identity during replay. It never points at the tensors it was computed from: the tape
 owns the recorded computation, so releasing the tape releases it, whatever tensors the user keeps.
+
+Operators (``+``, ``@``, ``x[i]``), methods that are ops (``x.sum()``, ``x.T``), ``backward`` and
+``register_hook`` are bound onto the class from one table in :mod:`tapegrad.tensor_methods`, above the ops;
+this module imports nothing of the engine.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import operator
 
 import numpy as np
 
-from .backend import NUMPY, backend_of
+from ._state import is_recording, mark_modified, version_of, warn_escape
+from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
 
@@ -26,14 +31,14 @@ class Tensor:
 
     >>> import tapegrad as tg
     >>> x = tg.Tensor([1.0, 2.0, 3.0], requires_grad=True)
-    >>> with tg.tape.record():
+    >>> with tg.record():
     ...     y = (x ** 2).sum()
     >>> y.backward()
     >>> x.grad
     array([2., 4., 6.])
     """
 
-    __slots__ = ("_data", "grad", "requires_grad", "_node", "_version", "_hooks", "_name", "__weakref__")
+    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
 
     # NumPy defers to our reflected operators: np.ones(3) + x returns a Tensor, never an object array.
     __array_ufunc__ = None
@@ -43,7 +48,7 @@ class Tensor:
         if isinstance(data, Tensor):
             data = data._data
         array = _as_array(data, dtype)
-        if requires_grad and not _floating(array):
+        if requires_grad and not is_floating(array):
             raise TypeError(
                 f"Tensor(requires_grad=True) needs floating-point data, got dtype {array.dtype}: "
                 "integer and bool tensors have no gradient; pass dtype=np.float64 (or float32)"
@@ -76,20 +81,30 @@ class Tensor:
     # -- data and its version ---------------------------------------------------------------------------
     @property
     def data(self) -> np.ndarray:
-        """The underlying array. Assigning to it (``x.data = a``, ``x.data -= lr * g``) bumps the version,
-        so a tape that saved the old value refuses to replay with the new one."""
+        """The underlying array. ``x.data -= lr * g`` changes it in place and marks its memory changed, so a
+        tape that saved it (or any view of it) refuses to replay; ``x.data = a`` rebinds the tensor to another
+        array and leaves what tapes saved untouched."""
         return self._data
 
     @data.setter
     def data(self, value) -> None:
-        value = value._data if isinstance(value, Tensor) else _as_array(value, None)
-        self._data = value
-        _bump_version(self)
+        value = value._data if isinstance(value, Tensor) else value
+        if value is self._data:  # `x.data -= y`: Python changed the array in place, then assigns it back
+            mark_modified(value)
+            return
+        node = self._node
+        if node is not None and node.tape() is not None and node.tape.state == "recording":
+            raise RuntimeError(
+                "cannot assign the data of a tensor a live tape recorded as an op's output: the tape's record of "
+                "that op would no longer match the value later ops use. Compute a new tensor instead "
+                "(y = y + delta), or assign to y.detach() after backward()"
+            )
+        self._data = _as_array(value, None)
 
     @property
     def version(self) -> int:
-        """How many in-place changes tapegrad has seen (a clock value; 0 if never changed)."""
-        return getattr(self, "_version", 0)
+        """The clock tick of the last in-place change tapegrad saw to this tensor's memory (0 if never)."""
+        return version_of(self._data)
 
     @property
     def name(self) -> str | None:
@@ -122,11 +137,6 @@ class Tensor:
     def dtype(self):
         return self._data.dtype
 
-    @property
-    def T(self) -> Tensor:
-        """The transpose (reverses all axes), differentiable."""
-        return transpose(self)
-
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
         data = self._data
@@ -140,7 +150,7 @@ class Tensor:
         """The underlying array (no copy). Gradients do not flow through what you do with it: inside
         ``record()`` on a tensor being recorded this warns once per call site (use ``.data`` to say so)."""
         if self._node is not None or self.requires_grad:
-            _escape(self, "numpy()")
+            warn_escape("numpy()")
         return self._data
 
     def tolist(self):
@@ -156,13 +166,9 @@ class Tensor:
         """
         return Tensor._wrap(self._data)
 
-    def astype(self, dtype) -> Tensor:
-        """Cast to ``dtype`` (differentiable between floating dtypes)."""
-        return astype(self, dtype=np.dtype(dtype) if self._data.__class__ is np.ndarray else dtype)
-
     def __array__(self, dtype=None, copy=None):
         if self._node is not None or self.requires_grad:
-            _escape(self, "np.asarray()")
+            warn_escape("np.asarray()")
         if dtype is None:
             return self._data
         return self._data.astype(dtype)
@@ -194,109 +200,7 @@ class Tensor:
 
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 
-    # -- backward -------------------------------------------------------------------------------------
-    def backward(self, gradient=None, *, create_graph: bool = False, trace=False) -> None:
-        """Replay the tape that recorded this tensor, accumulating ``.grad`` on every leaf it reaches.
-
-        ``gradient`` is required when this tensor is not a scalar (the vector in the vector-Jacobian
-        product). With ``create_graph=True`` the replay is itself recorded, so the gradients it writes are
-        tensors that can be differentiated again; the tape is kept. ``trace=True`` (or a file to write to)
-        prints each adjoint update in replay order (see :mod:`tapegrad.debug`).
-
-        >>> import tapegrad as tg
-        >>> x = tg.Tensor(2.0, requires_grad=True)
-        >>> with tg.tape.record():
-        ...     y = x ** 3
-        >>> y.backward(create_graph=True)
-        >>> dydx = x.grad; x.grad = None
-        >>> dydx.backward(); float(x.grad)
-        12.0
-        """
-        _backward(self, gradient, create_graph, trace)
-
-    def register_hook(self, fn):
-        """Call ``fn(grad)`` when replay reaches this tensor's gradient; a non-None return replaces it.
-
-        Returns a handle whose ``remove()`` unregisters the hook.
-
-        >>> import tapegrad as tg
-        >>> x = tg.Tensor([1.0, -2.0], requires_grad=True)
-        >>> h = x.register_hook(lambda g: g.clip(-0.5, 0.5))
-        >>> with tg.tape.record():
-        ...     y = (3 * x).sum()
-        >>> y.backward(); x.grad
-        array([0.5, 0.5])
-        """
-        return _register_hook(self, fn)
-
-    # -- operators: each one line, delegating to the registered op ---------------------------------------
-    def __add__(self, other):
-        return add(self, other)
-
-    def __radd__(self, other):
-        return add(other, self)
-
-    def __sub__(self, other):
-        return subtract(self, other)
-
-    def __rsub__(self, other):
-        return subtract(other, self)  # other - self
-
-    def __mul__(self, other):
-        return multiply(self, other)
-
-    def __rmul__(self, other):
-        return multiply(other, self)
-
-    def __truediv__(self, other):
-        return divide(self, other)
-
-    def __rtruediv__(self, other):
-        return divide(other, self)  # other / self
-
-    def __pow__(self, other):
-        return power(self, other)
-
-    def __rpow__(self, other):
-        return power(other, self)  # other ** self
-
-    def __matmul__(self, other):
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return matmul(other, self)  # other @ self
-
-    def __neg__(self):
-        return negative(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return absolute(self)
-
-    def __getitem__(self, index):
-        return getitem(self, index=_index_of(index))
-
-    def __lt__(self, other):
-        return less(self, other)
-
-    def __le__(self, other):
-        return less_equal(self, other)
-
-    def __gt__(self, other):
-        return greater(self, other)
-
-    def __ge__(self, other):
-        return greater_equal(self, other)
-
-    def __eq__(self, other):
-        return equal(self, other)
-
-    def __ne__(self, other):
-        return not_equal(self, other)
-
-    # In-place operators change the data where it is (other references see it) and bump the version.
+    # In-place operators change the data where it is (other references see it) and mark its memory changed.
     # They are not differentiable: inside record() on a tensor that needs a gradient, write x = x + y.
     def __iadd__(self, other):
         return _inplace(self, other, np.add, operator.iadd, "+=")
@@ -310,97 +214,15 @@ class Tensor:
     def __itruediv__(self, other):
         return _inplace(self, other, np.divide, operator.itruediv, "/=")
 
-    # -- methods, each delegating to the function of the same name -----------------------------------
-    def exp(self):
-        return exp(self)
-
-    def log(self):
-        return log(self)
-
-    def sqrt(self):
-        return sqrt(self)
-
-    def sin(self):
-        return sin(self)
-
-    def cos(self):
-        return cos(self)
-
-    def tanh(self):
-        return tanh(self)
-
-    def sigmoid(self):
-        return sigmoid(self)
-
-    def relu(self):
-        return relu(self)
-
-    def abs(self):
-        return absolute(self)
-
-    def clip(self, a_min=None, a_max=None):
-        return clip(self, a_min, a_max)
-
-    def sum(self, axis=None, keepdims=False):
-        return sum(self, axis=axis, keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return mean(self, axis=axis, keepdims=keepdims)
-
-    def var(self, axis=None, ddof=0, keepdims=False):
-        return var(self, axis=axis, ddof=ddof, keepdims=keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return max(self, axis=axis, keepdims=keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return min(self, axis=axis, keepdims=keepdims)
-
-    def logsumexp(self, axis=None, keepdims=False):
-        return logsumexp(self, axis=axis, keepdims=keepdims)
-
-    def softmax(self, axis=-1):
-        return softmax(self, axis=axis)
-
-    def log_softmax(self, axis=-1):
-        return log_softmax(self, axis=axis)
-
-    def reshape(self, *shape):
-        return reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    def transpose(self, *axes):
-        return transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-
-    def expand_dims(self, axis):
-        return expand_dims(self, axis)
-
-    def squeeze(self, axis=None):
-        return squeeze(self, axis)
-
-    def broadcast_to(self, shape):
-        return broadcast_to(self, shape)
-
-    def argmax(self, axis=None, keepdims=False):
-        return argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis=None, keepdims=False):
-        return argmin(self, axis=axis, keepdims=keepdims)
-
 
 def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = None) -> Tensor:
-    """Shorthand for :class:`Tensor` (as ``torch.tensor``)."""
+    """Shorthand for :class:`Tensor` (as ``torch.tensor``).
+
+    >>> import tapegrad as tg
+    >>> tg.tensor([1.0, 2.0]).shape
+    (2,)
+    """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
-
-
-def _index_of(index):
-    # Tensor indices (masks, integer arrays) index by their data; nothing is differentiated through them.
-    if isinstance(index, Tensor):
-        return index._data
-    if isinstance(index, tuple):
-        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
-    if isinstance(index, list):
-        return np.asarray(index)
-    return index
 
 
 def _as_array(data, dtype):
@@ -412,71 +234,21 @@ def _as_array(data, dtype):
     return np.array(data, dtype=dtype) if dtype is not None else np.asarray(data)
 
 
-def _floating(array) -> bool:
-    if array.__class__ is np.ndarray:
-        return array.dtype.kind in "fc"
-    return (backend_of(array) or NUMPY).is_floating(array.dtype)
-
-
 def _inplace(t, other, ufunc, inplace_operator, symbol):
-    from .tape import is_recording
-
     if is_recording() and (t.requires_grad or t._node is not None):
         raise RuntimeError(
             f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "
             f"the tape may need. Write x = x {symbol[0]} y, or update it outside the block"
         )
     other = other._data if isinstance(other, Tensor) else other
-    if t._data.__class__ is np.ndarray:
-        ufunc(t._data, other, out=t._data)
-    else:  # other libraries update in place through their operators (where they can)
-        t._data = inplace_operator(t._data, other)
-    _bump_version(t)
+    data = t._data
+    if data.__class__ is np.ndarray:
+        ufunc(data, other, out=data)
+        mark_modified(data)
+        return t
+    new = inplace_operator(data, other)  # other libraries update in place through their operators, where they can
+    if new is data:
+        mark_modified(data)
+    else:
+        t._data = new
     return t
-
-
-from .debug import _escape  # noqa: E402
-from .ops import (  # noqa: E402  (the ops need the Tensor class defined above)
-    absolute,
-    add,
-    argmax,
-    argmin,
-    astype,
-    broadcast_to,
-    clip,
-    cos,
-    divide,
-    equal,
-    exp,
-    expand_dims,
-    getitem,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    log,
-    log_softmax,
-    logsumexp,
-    matmul,
-    max,
-    mean,
-    min,
-    multiply,
-    negative,
-    not_equal,
-    power,
-    relu,
-    reshape,
-    sigmoid,
-    sin,
-    softmax,
-    sqrt,
-    squeeze,
-    subtract,
-    sum,
-    tanh,
-    transpose,
-    var,
-)
-from .tape import _backward, _register_hook  # noqa: E402
-from .tape import bump_version as _bump_version  # noqa: E402

@@ -13,14 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import to_numpy
+from .errors import GradcheckError
+from .ops import concatenate, reshape
 from .tape import record
 from .tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "numerical_jacobian"]
-
-
-class GradcheckError(AssertionError):
-    """Reverse-mode and finite-difference gradients disagree."""
 
 
 def _as_inputs(inputs):
@@ -61,7 +59,7 @@ def _reverse(fn, arrays, cotangent, asarray=None):
         out = fn(*xs)
     if not isinstance(out, Tensor):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
-    ops = [rec[0].name for rec in t.entries]
+    ops = [e.op for e in t.entries]
     if out.requires_grad:
         out.backward(cotangent.astype(out.dtype) if asarray is None else asarray(cotangent))
     t.release()
@@ -175,8 +173,6 @@ def gradgradcheck(
     v = np.random.default_rng(seed + 1).standard_normal(_value(fn, arrays, asarray).shape)
 
     def gradient_of(*xs):
-        from .ops import concatenate, reshape
-
         with record() as inner:
             for x in xs:
                 inner.watch(x)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pathlib
 
-from .debug.reading import analyse, fmt_bytes, fmt_shape
-from .tape import Node
+from .core.node import SRCS, Node
+from .debug.reading import analyse, fmt_shape
+from .errors import fmt_bytes
 from .tensor import Tensor
 
 __all__ = ["to_dot", "render"]
@@ -42,7 +43,7 @@ def to_dot(tape) -> str:
     ('digraph tape {', True, True)
     """
     rows = analyse(tape)
-    used = {src for r in rows for src in r.rec[1] if src.__class__ is Node}
+    used = {src for r in rows for src in r.rec[SRCS] if src.__class__ is Node}
     top = max((r.bytes for r in rows), default=0) or 1
     lines = [
         "digraph tape {",
@@ -52,7 +53,7 @@ def to_dot(tape) -> str:
     ]
     declared = set()
     for r in rows:
-        for src, name in zip(r.rec[1], r.args):
+        for src, name in zip(r.rec[SRCS], r.args):
             if src is None or name in declared:
                 continue
             declared.add(name)
@@ -80,7 +81,7 @@ def to_dot(tape) -> str:
             )
         else:
             lines.append(f"  {_q(r.name)} [shape=ellipse, label={_q(r.name)}];")
-        for src, name, shape in zip(r.rec[1], r.args, r.arg_shapes):
+        for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
             if src is not None:
                 lines.append(f"  {_q(name)} -> {_q(f'op{r.index}')} [label={_q(fmt_shape(shape))}];")
         lines.append(f"  {_q(f'op{r.index}')} -> {_q(r.name)} [label={_q(fmt_shape(r.shape))}];")
@@ -95,7 +96,7 @@ def render(tape, path, format: str | None = None) -> pathlib.Path:
     path = pathlib.Path(path)
     fmt = format or path.suffix.lstrip(".") or "svg"
     try:
-        import graphviz
+        import graphviz  # optional: the viz extra
     except ImportError:
         raise ImportError(
             "tapegrad.viz.render needs the graphviz Python package and the Graphviz `dot` program: "

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from tapegrad.array_api import numpy_like_spellings
-from tapegrad.backend import Backend, register, to_numpy
+from tapegrad.backend import Backend, numpy_like_spellings, register, to_numpy
 
 
 @dataclass(frozen=True)

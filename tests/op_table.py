@@ -312,7 +312,7 @@ OPS = (
     ),
     OpCase(
         "scatter",
-        lambda g, index=np.array([0, 2, 0]), shape=(4, 2): tg.scatter(g, index=index, shape=shape),
+        lambda g, index=np.array([0, 2, 0]), shape=(4, 2): tg.ops.scatter(g, index=index, shape=shape),
         lambda g, index=np.array([0, 2, 0]), shape=(4, 2): _scatter_ref(g, index, shape),
         1,
         "real",

@@ -227,7 +227,7 @@ def test_detect_anomaly_context_checks_forward_and_backward():
     assert (info.value.op, info.value.phase, info.value.lineno) == ("sqrt", "backward", line)
     with tape.record() as t:  # the block ended: no checks, no source capture
         tg.sqrt(x)
-    assert not t._anomaly and not t._monitors
+    assert not t.monitors
 
 
 def test_anomaly_checks_change_no_gradient():
@@ -318,6 +318,11 @@ def test_no_cross_tape_warning_for_item_history_or_nested_tapes():
         assert float(w.grad) == 4.0
 
 
+def drop_the_kept_tape():
+    with tape.record():  # the context keeps the last closed tape: an empty block replaces it
+        pass
+
+
 def test_a_large_tape_dropped_without_replay_warns_once_per_site_and_others_do_not():
     old = debug.set_leak_threshold(1000)
     x = tg.Tensor(np.ones(1000), requires_grad=True)
@@ -328,7 +333,7 @@ def test_a_large_tape_dropped_without_replay_warns_once_per_site_and_others_do_n
                 line = here()
                 with tape.record():
                     history.append(tg.exp(x).sum())
-            tape._state.pending = None
+            drop_the_kept_tape()
             gc.collect()
         assert len(record) == 1 and (record[0].filename, record[0].lineno) == (__file__, line)
         with warnings.catch_warnings():
@@ -341,7 +346,7 @@ def test_a_large_tape_dropped_without_replay_warns_once_per_site_and_others_do_n
                     loss.backward()
                 history.append(loss if kind != "unreachable" else None)  # unreachable: its entries died first
                 del loss
-                tape._state.pending = None
+                drop_the_kept_tape()
                 gc.collect()
     finally:
         debug.set_leak_threshold(old)
@@ -393,17 +398,17 @@ def test_hooks_see_the_gradient_can_replace_it_and_keep_no_tape_alive():
         h = tg.exp(x) * 1.0
         h.register_hook(lambda g: seen.append(g.shape) or g * 2)
         loss = h.sum()
-    handle = x.register_hook(lambda g: np.clip(g, 0, 5))
-    saved = weakref.ref(t.entries[0][3])  # exp's output, held by the tape alone
+    clip = lambda g: np.clip(g, 0, 5)  # noqa: E731
+    handle = x.register_hook(clip)
+    saved = weakref.ref(t.entries[0].output)  # exp's output, held by the tape alone
     tape_ref = weakref.ref(t)
     loss.backward()
     assert seen == [(1000,)] and np.allclose(x.grad, 5.0)  # 2e clipped to 5
     del t
     gc.collect()
     assert tape_ref() is None and saved() is None  # h (with its hook) is still held
-    fn = x._hooks[next(iter(x._hooks))]
-    fn_ref = weakref.ref(fn)
-    del fn
+    fn_ref = weakref.ref(clip)
+    del clip
     handle.remove()
     gc.collect()
     assert fn_ref() is None and h is not None
@@ -443,3 +448,59 @@ def test_readme_section_shows_the_real_output_of_the_reading_example_and_its_dra
     for body in blocks:
         assert f"```text\n{body}\n```" in section
     assert "](docs/tape.svg)" in section and (root / "docs" / "tape.svg").read_text().lstrip().startswith("<?xml")
+
+
+# -- every tool on every backend -----------------------------------------------------------------------
+def _sqrt_tape(backend, values, **record):
+    x = tg.Tensor(backend.asarray(np.asarray(values, dtype=np.float64)), requires_grad=True, name="x")
+    with np.errstate(invalid="ignore", divide="ignore"), tape.record(persistent=True, **record) as t:
+        y = (tg.sqrt(x) * 2.0).sum()
+    return t, x, y
+
+
+def test_printing_reports_and_drawing_work_and_count_the_same_bytes_on_every_backend(backend):
+    t, _, _ = _sqrt_tape(backend, np.ones(1000), track_source=True)
+    lines = str(t).splitlines()
+    assert lines[1].split()[1:4] == ["t0", "=", "sqrt(x)"] and "7.8 KiB" in lines[1]
+    stats = t.stats()
+    assert stats["saved_bytes"] == t.saved_bytes() == 8000 and stats["entries"] == 3
+    assert stats["rows"][0]["dtype"] == "float64" and stats["rows"][0]["shape"] == (1000,)
+    report = t.memory_report()
+    assert "sqrt" in report and "7.8 KiB" in report and "float64" in report
+    dot = t.to_dot()
+    assert dot.startswith("digraph tape {") and '"x" -> "op0"' in dot
+    assert t.find_nonfinite() == []
+
+
+def test_find_nonfinite_and_trace_on_every_backend(backend):
+    t, _, y = _sqrt_tape(backend, [4.0, -1.0])
+    assert [(f.index, f.call) for f in t.find_nonfinite()] == [(0, "t0 = sqrt(x)")]
+    out = io.StringIO()
+    t.backward(y, trace=out)
+    assert out.getvalue().splitlines()[0] == "backward through 3 entries, last first:"
+
+
+def test_anomaly_mode_names_the_op_forward_and_backward_on_every_backend(backend):
+    with pytest.raises(tg.AnomalyError, match="forward: log") as info, np.errstate(invalid="ignore"):
+        x = tg.Tensor(backend.asarray(np.array([-1.0, 1.0])), requires_grad=True)
+        with tape.record(detect_anomaly=True):
+            line = here()
+            tg.log(x)
+    assert info.value.lineno == line
+    z = tg.Tensor(backend.asarray(np.array([0.0, 1.0])), requires_grad=True)
+    with tape.record(detect_anomaly=True):
+        s = tg.sqrt(z).sum()
+    with pytest.raises(tg.AnomalyError, match="backward: the gradient of sqrt"), np.errstate(divide="ignore"):
+        s.backward()
+
+
+def test_a_budget_refuses_the_op_that_crosses_it_on_every_backend(backend):
+    x = tg.Tensor(backend.asarray(np.ones(1000)), requires_grad=True)
+    with tape.record(max_saved_bytes=10_000) as t:
+        y = tg.exp(x)  # saves its output: 8,000 bytes
+        with pytest.raises(tg.TapeBudgetError) as info:
+            tg.exp(y)  # 8,000 more
+    assert (info.value.op, info.value.saved_bytes, info.value.op_bytes) == ("exp", 8000, 8000)
+    assert len(t) == 1 and t.saved_bytes() == 8000
+    y.backward(backend.asarray(np.ones(1000)))  # the tape is as it was before the refused op
+    np.testing.assert_allclose(backend.to_numpy(x.grad), np.e)

@@ -265,7 +265,7 @@ def test_every_tape_is_released_on_success(name):
     def f(x):
         tapes.append(weakref.ref(tape.current()))
         h = tg.exp(x) * x
-        probes.append(weakref.ref(h._data))
+        probes.append(weakref.ref(h.data))
         return h.sum()
 
     TRANSFORMS[name](f, np.array([0.5, -1.0]))

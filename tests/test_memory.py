@@ -141,7 +141,7 @@ def test_budget_counts_what_the_tape_really_keeps():
 def test_tapes_without_a_budget_have_no_monitor():
     with tg.record() as t:
         pass
-    assert t._monitors == []
+    assert t.monitors == ()
     with pytest.raises(ValueError, match="max_saved_bytes"):
         tg.record(max_saved_bytes=-1)
 

@@ -41,12 +41,12 @@ def test_after_backward_the_tape_is_empty_and_no_intermediate_is_alive(program):
     with tape.record() as t:
         values = program.run(*xs)
     out = values[-1]
-    probes = [weakref.ref(v._data) for v in values[len(xs) : -1]] + [weakref.ref(v._node) for v in values[len(xs) : -1]]
+    probes = [weakref.ref(v.data) for v in values[len(xs) : -1]] + [weakref.ref(v._node) for v in values[len(xs) : -1]]
     del values
     out.backward(_cotangent(out))
     assert len(t) == 0 and t.entries == [] and t.saved_bytes() == 0
     # The output is kept, and an array it is a view of stays with it; np.squeeze may return its input itself.
-    kept, a = {id(x._data) for x in xs}, out._data
+    kept, a = {id(x.data) for x in xs}, out.data
     while a is not None:
         kept.add(id(a))
         a = a.base
@@ -83,7 +83,7 @@ def test_nothing_is_recorded_outside_record(program):
     n = len(t)
     values = program.run(*xs)
     assert tape.current() is None and len(t) == n
-    assert all(not v.requires_grad and v._node is None for v in values[len(xs) :])
+    assert all(not v.requires_grad and v.is_leaf for v in values[len(xs) :])
     t.release()
 
 

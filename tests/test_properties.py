@@ -18,7 +18,9 @@ from op_table import OPS, shapes_and_kwargs
 import tapegrad as tg
 from tapegrad import strategies as tgst
 from tapegrad import tape
-from tapegrad.registry import defop, numpy_rules, unbroadcast
+from tapegrad._shapes import unbroadcast
+from tapegrad.backend import numpy_rules
+from tapegrad.registry import defop
 
 IDS = [case.name for case in OPS]
 FEW = max(5, settings.default.max_examples // 3)  # for the costlier properties

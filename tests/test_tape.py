@@ -5,13 +5,17 @@ Mechanics are tested with a toy op defined here, so that a tape bug and an op bu
 
 import gc
 import threading
+import tracemalloc
 import weakref
 
 import numpy as np
 import pytest
 
 import tapegrad as tg
+import tapegrad.core.hooks as hooks
+import tapegrad.core.replay as replay
 from tapegrad import tape
+from tapegrad.core.node import OP
 from tapegrad.registry import defop
 
 # A toy op, unregistered: scale(x) = 3x, with its one-line rule. It saves nothing.
@@ -28,7 +32,7 @@ def leaf(values, **kw):
 def test_nothing_is_recorded_outside_record():
     x = leaf([1.0, 2.0])
     y = square(x)
-    assert not y.requires_grad and y._node is None
+    assert not y.requires_grad and y.is_leaf
     with pytest.raises(tg.TapeError, match="no tape recorded"):
         y.sum().backward()
 
@@ -53,7 +57,7 @@ def test_tensor_holds_no_reference_to_its_inputs():
             continue
         reachable.add(id(obj))
         stack.extend(gc.get_referents(obj))
-    assert id(x) not in reachable and id(h) not in reachable and id(h._data) not in reachable
+    assert id(x) not in reachable and id(h) not in reachable and id(h.data) not in reachable
 
 
 def test_record_block_exits_cleanly_on_exception():
@@ -82,7 +86,7 @@ def test_after_backward_no_intermediate_or_saved_array_is_alive_though_the_loss_
         h2 = square(h)
         loss = scale(h2).sum()
     tensors = [weakref.ref(h), weakref.ref(h2)]
-    saved, unsaved = weakref.ref(h._data), weakref.ref(h2._data)  # square saves its input; scale nothing
+    saved, unsaved = weakref.ref(h.data), weakref.ref(h2.data)  # square saves its input; scale nothing
     del h, h2
     assert all(r() is None for r in tensors)  # the tape never holds tensors, only their nodes
     assert saved() is not None and unsaved() is None  # and only the arrays a rule needs
@@ -126,6 +130,31 @@ def test_gradients_do_not_alias_each_other():
     np.testing.assert_allclose(b.grad, [1.0, 1.0])
 
 
+def test_a_private_gradient_buffer_is_handed_to_the_leaf_without_a_copy():
+    # The replay hands a rule's result to .grad when nothing else holds it (counted with sys.getrefcount, whose
+    # figures differ between Python versions: this guards the counting on the version running the suite).
+    made = []
+    own = defop(
+        "own_buffer_toy",
+        lambda x: x * 1.0,
+        lambda xp, g, ans, x: made.append(weakref.ref(g * 1.0)) or made[-1](),
+        register=False,
+    )
+    x = leaf(np.ones(1000))
+    with tape.record():
+        y = own(x)
+    y.backward(np.ones(1000))
+    assert made[0]() is x.grad  # the rule's array itself: no copy of a private buffer
+
+
+def test_a_shared_gradient_buffer_is_copied_for_each_leaf():
+    a, b = leaf(np.ones(1000)), leaf(np.ones(1000))
+    with tape.record():
+        y = a + b  # add's rule returns the same array for both inputs
+    y.backward(np.ones(1000))
+    assert not np.shares_memory(a.grad, b.grad)
+
+
 def test_user_gradient_argument_is_not_modified_or_aliased():
     x = leaf([1.0, 2.0])
     seed = np.array([1.0, 1.0])
@@ -165,7 +194,7 @@ def test_tape_that_is_not_held_lives_until_the_next_block_closes():
     x = leaf([1.0])
     with tape.record():
         y1 = square(x).sum()
-    probe = weakref.ref(tape._state.pending)
+        probe = weakref.ref(tape.current())
     with tape.record():
         y2 = square(x).sum()
     gc.collect()
@@ -197,9 +226,26 @@ def test_dead_entries_are_dropped_while_recording():
         saved = t.saved_bytes()
     assert live <= 3  # only the last iteration's entries remain
     assert saved <= x.data.nbytes
-    assert len(t._entries) < 2100  # and the list itself was compacted
     out.backward()
     np.testing.assert_allclose(x.grad, 6 * x.data)
+
+
+def test_an_open_tape_used_for_evaluation_stays_bounded_in_bytes():
+    # Dead entries free their saved values at once, and the list of entries is compacted as it grows.
+    x = leaf(np.ones(10))
+    with tape.record():
+        for _ in range(2000):
+            out = scale(square(x)).sum()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            for _ in range(20000):
+                out = scale(square(x)).sum()
+            grown = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+    assert grown < 100_000, f"{grown} bytes kept by 20,000 dead evaluations"
+    del out
 
 
 # -- higher order -------------------------------------------------------------------------------------
@@ -309,9 +355,9 @@ def test_backward_twice_on_a_non_persistent_tape_says_so():
 
 
 def test_incompatible_shapes_name_the_op_and_both_shapes():
-    with pytest.raises(ValueError, match=r"add: incompatible shapes \(2, 3\), \(4,\)"):
+    with pytest.raises(ValueError, match=r"add of inputs with shapes \(2, 3\), \(4,\): .*broadcast"):
         tg.Tensor(np.ones((2, 3))) + tg.Tensor(np.ones(4))
-    with pytest.raises(ValueError, match=r"matmul: incompatible shapes \(2, 3\), \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"matmul of inputs with shapes \(2, 3\), \(2, 3\): .*mismatch"):
         tg.Tensor(np.ones((2, 3))) @ tg.Tensor(np.ones((2, 3)))
 
 
@@ -320,22 +366,37 @@ def test_integer_data_cannot_require_grad():
         tg.Tensor([1, 2], requires_grad=True)
 
 
+def _sub_in_place(w):
+    w.data -= 0.1  # what a hand-written SGD step does
+
+
+def _numpy_out_assigned_back(w):
+    data = w.data
+    np.subtract(data, 0.1, out=data)
+    w.data = data  # the optimizers' pattern: change the array, then hand it back to the setter
+
+
 @pytest.mark.parametrize(
     "change",
-    [
-        lambda w: setattr(w, "data", w.data * 2),
-        lambda w: w.__isub__(0.5),
-        lambda w: setattr(w, "data", w.data - 0.1),
-    ],
-    ids=["assign-data", "in-place-op", "optimizer-style"],
+    [lambda w: w.__isub__(0.5), _sub_in_place, _numpy_out_assigned_back],
+    ids=["in-place-op", "in-place-data", "numpy-out-assigned-back"],
 )
-def test_changing_a_saved_leaf_before_backward_raises_naming_the_op(change):
+def test_changing_a_saved_leaf_in_place_before_backward_raises_naming_the_op(change):
     w = leaf([1.0, 2.0])
     with tape.record():
         loss = square(w).sum()
     change(w)
     with pytest.raises(tg.InPlaceModificationError, match="square_toy"):
         loss.backward()
+
+
+def test_rebinding_a_leaf_s_data_keeps_the_recorded_values():
+    w = leaf([1.0, 2.0])
+    with tape.record():
+        loss = square(w).sum()
+    w.data = w.data - 0.1  # a new array: the saved one is untouched
+    loss.backward()
+    np.testing.assert_allclose(w.grad, [2.0, 4.0])  # the gradient of the loss that was recorded
 
 
 def test_augmented_assignment_on_data_is_detected():
@@ -358,9 +419,21 @@ def test_changing_a_saved_intermediate_or_constant_is_detected():
     with tape.record():
         h = x * 2.0
         loss = square(h).sum()
-    h.data = np.zeros(2)
+    h += 1.0
     with pytest.raises(tg.InPlaceModificationError, match="square_toy"):
         loss.backward()
+
+
+def test_assigning_the_data_of_a_recorded_output_is_refused_while_its_tape_lives():
+    x = leaf([1.0, 2.0])
+    with tape.record():
+        h = x * 2.0
+        loss = square(h).sum()
+    with pytest.raises(RuntimeError, match="recorded as an op's output"):
+        h.data = np.zeros(2)
+    loss.backward()  # nothing was changed: the replay works
+    np.testing.assert_allclose(x.grad, 8.0 * np.array([1.0, 2.0]))
+    h.data = np.zeros(2)  # the tape is gone: h is a plain value now
 
 
 def test_change_that_the_rule_does_not_need_is_allowed():
@@ -416,6 +489,31 @@ def test_gradient_with_respect_to_an_intermediate():
     gh, gx = t.gradient(y, [h, x])
     np.testing.assert_allclose(gh, [3.0, 3.0])
     np.testing.assert_allclose(gx, 6 * x.data)
+
+
+def test_a_removed_or_dead_hook_leaves_the_replay_on_its_plain_path(monkeypatch):
+    before = hooks.LIVE.n
+    x = leaf([1.0, 2.0])
+    x.register_hook(lambda g: g).remove()
+    with tape.record():
+        h = square(x)
+        h.register_hook(lambda g: g)
+        y = scale(h).sum()
+    assert hooks.LIVE.n == before + 1
+    y.backward()
+    del h, y
+    gc.collect()
+    assert hooks.LIVE.n == before  # the hooked value died: its hook is no longer counted
+
+    def refuse(*args):
+        raise AssertionError("a replay without hooks took the optional steps")
+
+    monkeypatch.setattr(replay, "_optional_steps", refuse)
+    x.grad = None
+    with tape.record():
+        y = scale(square(x)).sum()
+    y.backward()
+    np.testing.assert_allclose(x.grad, 6 * x.data)
 
 
 def test_hooks_replace_gradients_and_can_be_removed():
@@ -475,7 +573,7 @@ def test_monitors_see_every_recorded_entry():
     x = leaf([1.0])
     seen = []
     with tape.record() as t:
-        t._monitors.append(lambda tp, entry, out: seen.append((entry.rec[0].name, out.shape)))
+        t.add_monitor(lambda tp, entry, out: seen.append((entry.rec[OP].name, out.shape)))
         square(scale(x))
     assert seen == [("scale_toy", (1,)), ("square_toy", (1,))]
 

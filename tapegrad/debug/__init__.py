@@ -10,25 +10,24 @@
 
 >>> import tapegrad as tg
 >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
->>> with tg.tape.record() as t:
+>>> with tg.record() as t:
 ...     y = tg.exp(x).sum()
 >>> print(str(t).splitlines()[1])
   0  t0 = exp(x)  (2,) -> (2,)  saved: t0 (16 B)
 """
 
-from .anomaly import AnomalyError, Nonfinite, detect_anomaly, find_nonfinite, instrument
+from .anomaly import (
+    AnomalyError,
+    Nonfinite,
+    SourceTracker,
+    anomaly_enabled,
+    detect_anomaly,
+    find_nonfinite,
+    instrument,
+)
 from .memory import memory_report, stats
 from .reading import format_tape
-from .sentinels import (
-    LiveTape,
-    TapeEscapeWarning,
-    TapeLeakWarning,
-    _dropped_unreplayed,
-    _escape,
-    _warn_cross_tape,
-    live_tapes,
-    set_leak_threshold,
-)
+from .sentinels import LiveTape, TapeEscapeWarning, TapeLeakWarning, dropped_unreplayed, live_tapes, set_leak_threshold
 from .trace import replay_observer
 
 __all__ = [
@@ -37,16 +36,16 @@ __all__ = [
     "stats",
     "AnomalyError",
     "detect_anomaly",
+    "anomaly_enabled",
     "find_nonfinite",
     "Nonfinite",
     "instrument",
+    "SourceTracker",
     "replay_observer",
+    "dropped_unreplayed",
     "TapeLeakWarning",
     "TapeEscapeWarning",
     "live_tapes",
     "LiveTape",
     "set_leak_threshold",
-    "_dropped_unreplayed",
-    "_escape",
-    "_warn_cross_tape",
 ]

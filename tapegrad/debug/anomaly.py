@@ -22,24 +22,20 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from contextvars import ContextVar
 
 import numpy as np
 
-from ..tape import Node, _state
+from .._state import ACTIVE
+from ..backend import all_finite, is_array, is_floating, to_numpy
+from ..core.node import ANS, OP, SAVED, SRCS, Node
+from ..errors import AnomalyError, user_frame
 from ..tensor import Tensor
+from .reading import _call, analyse
 
-__all__ = ["AnomalyError", "detect_anomaly", "find_nonfinite", "Nonfinite"]
+__all__ = ["AnomalyError", "detect_anomaly", "find_nonfinite", "Nonfinite", "instrument", "anomaly_enabled"]
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-class AnomalyError(FloatingPointError):
-    """A recorded op produced, or its rule returned, NaN or infinity. ``op``, ``phase`` ("forward" or
-    "backward"), ``index`` (the entry, as ``print(t)`` numbers it), ``filename`` and ``lineno`` say where."""
-
-    def __init__(self, message, op, phase, index, filename=None, lineno=None):
-        super().__init__(message)
-        self.op, self.phase, self.index, self.filename, self.lineno = op, phase, index, filename, lineno
+ANOMALY: ContextVar[bool] = ContextVar("tapegrad_anomaly", default=False)  # inside detect_anomaly()
 
 
 class Info:
@@ -51,48 +47,62 @@ class Info:
         return f"Info({os.path.basename(self.file)}:{self.line}, {self.shape}, {self.dtype})"
 
 
-def user_frame(frame):
-    """The first frame outside tapegrad's own modules, walking outwards from ``frame``."""
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    return frame
+class SourceTracker:
+    """The monitor of a tracked tape: it keeps each entry's source line, shape and dtype (``entry.info``) and,
+    when ``anomaly`` is set (or inside :class:`detect_anomaly`), refuses an op whose output is not finite."""
+
+    __slots__ = ("anomaly",)
+
+    def __init__(self, anomaly: bool = False):
+        self.anomaly = anomaly
+
+    def __call__(self, tape, entry, out):
+        f = user_frame(sys._getframe(1))
+        info = Info()
+        info.file, info.line, info.func = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name) if f else ("?", 0, "?")
+        data = out._data
+        info.shape, info.dtype = tuple(data.shape), data.dtype
+        entry.info = info
+        if (self.anomaly or ANOMALY.get()) and is_floating(data) and not all_finite(data):
+            index = len(tape) - 1
+            op = entry.rec[OP].name
+            raise AnomalyError(
+                f"forward: {op} (entry {index} of the tape) produced {_what(data)} at {_at(info)}. "
+                f"Check its inputs: e.g. log or sqrt of a negative number, a division by zero, exp overflowing",
+                op,
+                "forward",
+                index,
+                info.file,
+                info.line,
+            )
 
 
-def _capture(tape, entry, out):
-    f = user_frame(sys._getframe(1))
-    info = Info()
-    info.file, info.line, info.func = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name) if f else ("?", 0, "?")
-    data = out._data
-    info.shape, info.dtype = data.shape, data.dtype
-    entry.info = info
-    if (tape._anomaly or _state.anomaly) and data.dtype.kind in "fc" and not np.isfinite(data).all():
-        index = len(tape) - 1
-        op = entry.rec[0].name
-        raise AnomalyError(
-            f"forward: {op} (entry {index} of the tape) produced {_what(data)} at {_at(info)}. "
-            f"Check its inputs: e.g. log or sqrt of a negative number, a division by zero, exp overflowing",
-            op,
-            "forward",
-            index,
-            info.file,
-            info.line,
-        )
-
-
-_capture.tapegrad_debug = True
+def _tracker(tape):
+    return next((m for m in tape.monitors if isinstance(m, SourceTracker)), None)
 
 
 def instrument(tape, anomaly: bool = False) -> None:
-    """Make ``tape`` keep source lines and shapes, and with ``anomaly`` check every value (see record())."""
-    if anomaly:
-        tape._anomaly = True
-    if _capture not in tape._monitors:
-        tape._monitors.append(_capture)
+    """Make ``tape`` keep source lines and shapes, and with ``anomaly`` check every value (see ``record()``)."""
+    tracker = _tracker(tape)
+    if tracker is None:
+        tape.add_monitor(SourceTracker(anomaly))
+    elif anomaly:
+        tracker.anomaly = True
+
+
+def anomaly_enabled(tape) -> bool:
+    """Whether a replay of ``tape`` checks its gradients: it was recorded with ``detect_anomaly=True``, or the
+    replay runs inside :class:`detect_anomaly`."""
+    if ANOMALY.get():
+        return True
+    tracker = _tracker(tape)
+    return tracker is not None and tracker.anomaly
 
 
 def _what(data) -> str:
-    nan = np.isnan(data).any()
-    inf = np.isinf(data).any()
+    d = data if isinstance(data, np.ndarray) else to_numpy(data)
+    nan = np.isnan(d).any()
+    inf = np.isinf(d).any()
     return " and ".join(w for w, on in (("NaN", nan), ("infinity", inf)) if on) or "a non-finite value"
 
 
@@ -111,7 +121,8 @@ def gradient_error(op, index, arg, info, g, target=None) -> AnomalyError:
     )
     what = f"the gradient of {op} (entry {index}) with respect to {arg}" if target is None else target
     return AnomalyError(
-        f"backward: {what} is {_what(g)}; the op was called at {_at(info)}.{where_hint}",
+        f"backward: {what} is {_what(g._data if isinstance(g, Tensor) else g)}; the op was called at {_at(info)}."
+        f"{where_hint}",
         op,
         "backward",
         index,
@@ -121,8 +132,9 @@ def gradient_error(op, index, arg, info, g, target=None) -> AnomalyError:
 
 
 def finite(g) -> bool:
+    """Whether a value (array or tensor) holds no NaN and no infinity."""
     d = g._data if isinstance(g, Tensor) else g
-    return not (isinstance(d, np.ndarray) and d.dtype.kind in "fc") or bool(np.isfinite(d).all())
+    return d is None or not hasattr(d, "dtype") or all_finite(d)
 
 
 class detect_anomaly:
@@ -137,18 +149,17 @@ class detect_anomaly:
     ...     y = tg.log(x)
     Traceback (most recent call last):
     ...
-    tapegrad.debug.anomaly.AnomalyError: forward: log (entry 0 of the tape) produced NaN at ...
+    tapegrad.errors.AnomalyError: forward: log (entry 0 of the tape) produced NaN at ...
     """
 
     def __enter__(self):
-        self._saved = _state.anomaly
-        _state.anomaly = True
-        for t in _state.active:
-            instrument(t)
+        self._token = ANOMALY.set(True)
+        for t in ACTIVE.get():
+            instrument(t)  # the ops recorded from now on keep their lines, for the error to name them
         return self
 
     def __exit__(self, *exc):
-        _state.anomaly = self._saved
+        ANOMALY.reset(self._token)
 
 
 class Nonfinite(tuple):
@@ -178,18 +189,16 @@ def find_nonfinite(tape) -> list:
     >>> [(f.index, f.call) for f in t.find_nonfinite()]
     [(0, 't0 = sqrt(x)')]
     """
-    from .reading import _call, analyse
-
     rows = analyse(tape)
     by_node = {r.entry(): r for r in rows if r.entry() is not None}
     found = {}
     for r in rows:
-        srcs = r.rec[1]
-        for i, v in enumerate(r.rec[2]):
-            if isinstance(v, np.ndarray) and not finite(v):
+        srcs = r.rec[SRCS]
+        for i, v in enumerate(r.rec[SAVED]):
+            if is_array(v) and not finite(v):
                 producer = by_node.get(srcs[i]) if srcs[i].__class__ is Node else None
                 key = producer or r
                 found.setdefault(key.index, (key, r.args[i] if producer is None else key.name))
-        if r.rec[3] is not None and not finite(r.rec[3]):
+        if r.rec[ANS] is not None and not finite(r.rec[ANS]):
             found.setdefault(r.index, (r, r.name))
     return [Nonfinite(i, _call(row), array, row.where or None) for i, (row, array) in sorted(found.items())]

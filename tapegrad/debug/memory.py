@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backend import itemsize, nbytes
+from ..core.node import MASK, SRCS
+from ..errors import fmt_bytes
 from ..tensor import Tensor
-from .reading import _call, _columns, analyse, fmt_bytes, fmt_shape
+from .reading import _call, _columns, analyse, fmt_dtype, fmt_shape
 
 __all__ = ["stats", "memory_report"]
 
@@ -20,7 +23,7 @@ def _nbytes(shape_dtype):
     if not shape_dtype or shape_dtype[0] is None or shape_dtype[1] is None:
         return 0
     shape, dtype = shape_dtype
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return int(np.prod(shape, dtype=np.int64)) * itemsize(dtype)
 
 
 def _backward_peak(rows) -> int:
@@ -36,9 +39,9 @@ def _backward_peak(rows) -> int:
         node = r.entry()
         if node is not None:
             sizes[node] = _nbytes((r.shape, r.dtype))
-        for src in r.rec[1]:
+        for src in r.rec[SRCS]:
             if isinstance(src, Tensor):
-                sizes[src] = src._data.nbytes
+                sizes[src] = nbytes(src._data)
     if not rows:
         return 0
     last = rows[-1].entry()
@@ -49,8 +52,8 @@ def _backward_peak(rows) -> int:
         node = r.entry()
         g = inflight.pop(node, None) if node is not None else None
         if g is not None:
-            mask = r.rec[7]
-            for i, src in enumerate(r.rec[1]):
+            mask = r.rec[MASK]
+            for i, src in enumerate(r.rec[SRCS]):
                 if (mask >> i) & 1 and src not in inflight:
                     inflight[src] = sizes.get(src, 0)
                     flying += inflight[src]
@@ -77,7 +80,7 @@ def stats(tape) -> dict:
     for r in rows:
         running += r.bytes
         saved = [
-            {"array": label, "shape": arr.shape, "dtype": str(arr.dtype), "bytes": n, "shared": not new}
+            {"array": label, "shape": tuple(arr.shape), "dtype": fmt_dtype(arr.dtype), "bytes": n, "shared": not new}
             for label, arr, n, new in r.saved
         ]
         out_rows.append(
@@ -87,7 +90,7 @@ def stats(tape) -> dict:
                 "op": r.op,
                 "source": r.where or None,
                 "shape": r.shape,
-                "dtype": None if r.dtype is None else str(r.dtype),
+                "dtype": None if r.dtype is None else fmt_dtype(r.dtype),
                 "saved": saved,
                 "bytes": r.bytes,
                 "running": running,
@@ -129,7 +132,7 @@ def memory_report(tape) -> str:
     rows = analyse(tape)
     cells = [["  #", "op", "output", "source", "saved", "bytes", "total"]]
     for r, d in zip(rows, s["rows"]):
-        output = fmt_shape(r.shape) + (f" {r.dtype}" if r.dtype is not None else "")
+        output = fmt_shape(r.shape) + (f" {fmt_dtype(r.dtype)}" if r.dtype is not None else "")
         saved = ", ".join(
             f"{a['array']} {fmt_shape(a['shape'])}" + (" (shared)" if a["shared"] else "") for a in d["saved"]
         )

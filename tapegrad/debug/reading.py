@@ -14,11 +14,13 @@ import os
 
 import numpy as np
 
-from ..registry import Shape
-from ..tape import Node
+from .._shapes import Shape
+from ..backend import is_array, nbytes
+from ..core.node import ANS, MASK, OP, SAVED, SHAPES, SRCS, Node
+from ..errors import fmt_bytes
 from ..tensor import Tensor
 
-__all__ = ["analyse", "format_tape", "fmt_shape", "fmt_bytes"]
+__all__ = ["analyse", "format_tape", "fmt_shape", "fmt_dtype", "fmt_bytes"]
 
 
 class Row:
@@ -47,24 +49,21 @@ def fmt_shape(shape) -> str:
     return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
 
 
-def fmt_bytes(n: int) -> str:
-    """Bytes in binary units: ``96 B``, ``1.5 KiB``, ``3.0 MiB``.
+def fmt_dtype(dtype) -> str:
+    """A dtype by its name, whatever the library: ``float64``, not ``array_api_strict.float64``.
 
-    >>> fmt_bytes(96), fmt_bytes(1536)
-    ('96 B', '1.5 KiB')
+    >>> import numpy as np
+    >>> fmt_dtype(np.dtype(np.float32))
+    'float32'
     """
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError  # unreachable
+    return str(dtype).rsplit(".", 1)[-1]
 
 
 def _value_shape(v):
     if isinstance(v, (int, float, np.number)):
         return (), np.asarray(v).dtype
-    if isinstance(v, np.ndarray):
-        return v.shape, v.dtype
+    if is_array(v):
+        return tuple(v.shape), v.dtype
     if isinstance(v, Shape):
         return v.shape, v.dtype
     return None
@@ -72,7 +71,7 @@ def _value_shape(v):
 
 def analyse(tape) -> list[Row]:
     """The live entries of ``tape`` as rows, in execution order (see the module docstring)."""
-    live = [(pos, e, e.rec) for pos, e in enumerate(tape._entries) if e.rec is not None]
+    live = [(pos, e, e.rec) for pos, e in tape.live_entries()]
     names: dict = {}
     known: dict = {}  # node or leaf -> (shape, dtype)
     for k, (_, e, rec) in enumerate(live):
@@ -82,18 +81,18 @@ def analyse(tape) -> list[Row]:
         info = getattr(e, "info", None)
         if info is not None and node is not None:
             known[node] = (info.shape, info.dtype)
-        elif rec[3] is not None and node is not None:
-            known[node] = (rec[3].shape, rec[3].dtype)
-        for i, (src, v) in enumerate(zip(rec[1], rec[2])):  # a consumer tells its inputs' shapes
+        elif rec[ANS] is not None and node is not None:
+            known[node] = (tuple(rec[ANS].shape), rec[ANS].dtype)
+        for i, (src, v) in enumerate(zip(rec[SRCS], rec[SAVED])):  # a consumer tells its inputs' shapes
             if src.__class__ is Node and src not in known:
                 if _value_shape(v):
                     known[src] = _value_shape(v)
-                elif rec[4] is not None and rec[4][i] is not None:
-                    known[src] = (rec[4][i], None)
+                elif rec[SHAPES] is not None and rec[SHAPES][i] is not None:
+                    known[src] = (rec[SHAPES][i], None)
     leaves = others = 0
     rows = []
     for k, (pos, e, rec) in enumerate(live):
-        op, srcs, vals, ans, shapes, params, _, mask = rec
+        op, srcs, vals, ans, shapes, mask = rec[OP], rec[SRCS], rec[SAVED], rec[ANS], rec[SHAPES], rec[MASK]
         row = Row()
         row.index, row.pos, row.entry, row.rec, row.name, row.op = k, pos, e, rec, f"t{k}", op.name
         args, arg_shapes = [], []
@@ -101,7 +100,7 @@ def analyse(tape) -> list[Row]:
             v = vals[i] if i < len(vals) else None
             if src is None:
                 if isinstance(v, (int, float, np.number)) or (isinstance(v, np.ndarray) and v.size == 1):
-                    args.append(f"{np.asarray(v).item():g}")
+                    args.append(f"{np.asarray(v).real.item():g}")
                 else:
                     args.append("const")
             elif src.__class__ is Node:
@@ -113,7 +112,7 @@ def analyse(tape) -> list[Row]:
                 if src not in names:
                     names[src] = src.name or f"in{leaves}"
                     leaves += src.name is None
-                    known[src] = (src.shape, src.dtype)
+                    known[src] = (tuple(src.shape), src.dtype)
                 args.append(names[src])
             sd = known.get(src) if src is not None else None
             sd = sd or _value_shape(v)
@@ -130,10 +129,10 @@ def analyse(tape) -> list[Row]:
             known[node] = out
         row.saved = []
         for i, v in enumerate(vals):
-            if isinstance(v, np.ndarray):
-                row.saved.append([args[i], v, v.nbytes, True])
+            if is_array(v):
+                row.saved.append([args[i], v, nbytes(v), True])
         if ans is not None:
-            row.saved.append([row.name, ans, ans.nbytes, True])
+            row.saved.append([row.name, ans, nbytes(ans), True])
         rows.append(row)
     seen = set()
     for row in rows:  # an array kept by several entries counts once, where it is first kept
@@ -217,7 +216,7 @@ def format_tape(tape, limit: int | None = 40) -> str:
 def _leaf_names(rows):
     out = []
     for r in rows:
-        for src, name in zip(r.rec[1], r.args):
+        for src, name in zip(r.rec[SRCS], r.args):
             if isinstance(src, Tensor) and name not in out:
                 out.append(name)
     return out

@@ -17,29 +17,22 @@
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
 import weakref
 from typing import NamedTuple
 
-from ..tape import _live_tapes, _state
-from .anomaly import user_frame
-from .reading import fmt_bytes
+from .._state import live_tapes as _live_tapes
+from ..errors import TapeEscapeWarning, TapeLeakWarning, fmt_bytes, warn_once
 
-__all__ = ["TapeLeakWarning", "TapeEscapeWarning", "live_tapes", "set_leak_threshold", "LiveTape"]
-
-
-class TapeLeakWarning(UserWarning):
-    """A pattern that keeps recorded values alive for nothing, or cuts a gradient without saying so."""
-
-
-class TapeEscapeWarning(UserWarning):
-    """A tensor being recorded was turned into a raw NumPy array: the gradient stops there."""
-
+__all__ = [
+    "TapeLeakWarning",
+    "TapeEscapeWarning",
+    "live_tapes",
+    "set_leak_threshold",
+    "LiveTape",
+    "dropped_unreplayed",
+]
 
 _threshold = 64 * 2**20
-_warned: set = set()  # (category, file, line): each site warns once
 
 
 def set_leak_threshold(nbytes: int | None) -> int | None:
@@ -54,65 +47,21 @@ def set_leak_threshold(nbytes: int | None) -> int | None:
     return old
 
 
-def _warn_once(message, category, filename, lineno, module=None):
-    key = (category, filename, lineno)
-    if key in _warned:
-        return
-    _warned.add(key)
-    # module=None would silence the warning: name the file's module as warnings.warn does
-    module = module or os.path.splitext(os.path.basename(filename))[0]
-    warnings.warn_explicit(message, category, filename, lineno, module=module)
-
-
-def _here():
-    f = user_frame(sys._getframe(2))
-    return (f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__")) if f else ("?", 0, None)
-
-
-def _warn_cross_tape(op, ref):
-    state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
-    filename, lineno, module = _here()
-    _warn_once(
-        f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
-        "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
-        "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
-        TapeLeakWarning,
-        filename,
-        lineno,
-        module,
-    )
-
-
-def _dropped_unreplayed(tape):
-    if _threshold is None or tape._site is None:
+def dropped_unreplayed(tape) -> None:
+    """A tape was collected holding entries it never replayed: warn at its ``record()`` line if it held much."""
+    if _threshold is None or tape.site is None:
         return
     nbytes = tape.saved_bytes()
     if nbytes <= _threshold:
         return
-    filename, lineno = tape._site
-    _warn_once(
+    filename, lineno = tape.site
+    warn_once(
         f"a tape recorded here was dropped without backward() or gradient() while it held {fmt_bytes(nbytes)} "
         "of saved values. Call backward() on the loss, or compute values you do not differentiate outside "
-        "record() (or inside tape.stop_recording()); tapegrad.debug.set_leak_threshold() changes this limit",
+        "record() (or inside tg.stop_recording()); tapegrad.debug.set_leak_threshold() changes this limit",
         TapeLeakWarning,
-        filename,
-        lineno,
-    )
-
-
-def _escape(tensor, how):
-    if not _state.active:
-        return
-    f = sys._getframe(2)
-    if user_frame(f) is not f:  # tapegrad's own code steps outside on purpose
-        return
-    _warn_once(
-        f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
-        "what is computed from it. Use tapegrad ops to stay on the tape, or `x.data` to step outside on purpose",
-        TapeEscapeWarning,
-        f.f_code.co_filename,
-        f.f_lineno,
-        f.f_globals.get("__name__"),
+        filename=filename,
+        lineno=lineno,
     )
 
 
@@ -138,5 +87,5 @@ def live_tapes() -> list:
     [(2, 16)]
     """
     tapes = list(_live_tapes)
-    out = [LiveTape(weakref.ref(t), t.state, len(t), t.saved_bytes(), t._site) for t in tapes]
+    out = [LiveTape(weakref.ref(t), t.state, len(t), t.saved_bytes(), getattr(t, "site", None)) for t in tapes]
     return sorted(out, key=lambda lt: -lt.saved_bytes)

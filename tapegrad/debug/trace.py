@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from ..core.node import MASK, OP, SHAPES, SRCS
 from ..tensor import Tensor
 from .anomaly import finite, gradient_error
 from .reading import analyse, fmt_shape
@@ -38,7 +39,7 @@ class _Observer:
         self.rows = {r.pos: r for r in rows}
         self.names = {}
         for r in rows:
-            for src, name in zip(r.rec[1], r.args):
+            for src, name in zip(r.rec[SRCS], r.args):
                 self.names[src] = name
             node = r.entry()
             if node is not None:
@@ -52,7 +53,7 @@ class _Observer:
 
     def __call__(self, idx, rec, node, g, grads):
         row = self.rows.get(idx)
-        op, srcs, shapes, mask = rec[0], rec[1], rec[4], rec[7]
+        op, srcs, shapes, mask = rec[OP], rec[SRCS], rec[SHAPES], rec[MASK]
         name = row.name if row is not None else "?"
         index = row.index if row is not None else idx
         info = getattr(row.entry, "info", None) if row is not None else None
@@ -118,5 +119,5 @@ def _reporting(rule, i, report):
 
 
 def replay_observer(tape, trace, anomaly):
-    """What ``Tape._replay`` calls for each entry it replays when tracing or checking for anomalies."""
+    """What the replay calls for each entry it replays when tracing or checking for anomalies."""
     return _Observer(tape, trace, anomaly)

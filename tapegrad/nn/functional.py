@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
+from ..ops import (
+    log_softmax,
+    logsumexp,
+    matmul,
+    mean,
+    reshape,
+    stack,
+    sum,
+    transpose,
+)
 from ..tensor import Tensor
 
 __all__ = ["mse_loss", "cross_entropy", "binary_cross_entropy_with_logits", "linear", "dropout"]
@@ -19,9 +28,9 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
     if reduction == "mean":
-        return ops.mean(loss)
+        return mean(loss)
     if reduction == "sum":
-        return ops.sum(loss)
+        return sum(loss)
     if reduction == "none":
         return loss
     raise ValueError(f"{name}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
@@ -69,7 +78,7 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
         )
     single = logits.ndim == 1
     if single:
-        logits = ops.reshape(logits, (1, -1))
+        logits = reshape(logits, (1, -1))
         labels = labels.reshape(1)
     if logits.ndim != 2 or labels.shape != (logits.shape[0],):
         raise ValueError(
@@ -81,10 +90,10 @@ def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
         raise ValueError(
             f"cross_entropy: target classes must be in [0, {n_classes}), got values in [{labels.min()}, {labels.max()}]"
         )
-    picked = ops.log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]
+    picked = log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]
     loss = 0.0 - picked  # rather than -picked: a certain, correct prediction reads 0., not -0.
     if single:
-        loss = ops.reshape(loss, ())
+        loss = reshape(loss, ())
     return _reduce(loss, reduction, "cross_entropy")
 
 
@@ -105,7 +114,7 @@ def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "m
             f"binary_cross_entropy_with_logits: logits shape {logits.shape} and target shape {target.shape} differ"
         )
     zeros = Tensor(np.zeros(logits.shape, dtype=logits.dtype))
-    softplus = ops.logsumexp(ops.stack([zeros, logits], axis=0), axis=0)  # log(1 + exp(x)), stably
+    softplus = logsumexp(stack([zeros, logits], axis=0), axis=0)  # log(1 + exp(x)), stably
     return _reduce(softplus - target * logits, reduction, "binary_cross_entropy_with_logits")
 
 
@@ -116,7 +125,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> tg.nn.functional.linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5]))
     Tensor([[3.5]])
     """
-    out = ops.matmul(x, ops.transpose(weight))
+    out = matmul(x, transpose(weight))
     return out if bias is None else out + bias
 
 

@@ -10,9 +10,13 @@ import math
 
 import numpy as np
 
-from .. import ops
+from ..ops import (
+    relu,
+    sigmoid,
+    tanh,
+)
 from ..tensor import Tensor
-from . import functional as F
+from .functional import dropout, linear
 from .module import Module
 
 __all__ = ["Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Dropout"]
@@ -52,7 +56,7 @@ class Linear(Module):
                 f"Linear({self.in_features}, {self.out_features}): input has {x.shape[-1]} features "
                 f"(shape {x.shape}), expected {self.in_features} in the last axis"
             )
-        return F.linear(x, self.weight, self.bias)
+        return linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
@@ -101,7 +105,7 @@ class ReLU(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.relu(x)
+        return relu(x)
 
 
 class Tanh(Module):
@@ -113,7 +117,7 @@ class Tanh(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.tanh(x)
+        return tanh(x)
 
 
 class Sigmoid(Module):
@@ -125,7 +129,7 @@ class Sigmoid(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.sigmoid(x)
+        return sigmoid(x)
 
 
 class Dropout(Module):
@@ -151,7 +155,7 @@ class Dropout(Module):
         self.rng = _generator(rng)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.p, self.rng, self.training)
+        return dropout(x, self.p, self.rng, self.training)
 
     def get_extra_state(self) -> dict:
         return self.rng.bit_generator.state

@@ -1,11 +1,14 @@
 """The ops, by family; each family file is a table of derivatives registered in ``tapegrad.registry``.
 
 ``tensor_rules`` is the namespace rules compute with when a replay is itself recorded (``create_graph``):
-the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
+NumPy's names, implemented by tapegrad's differentiable ops. Importing this package puts it into the
+replay's slot for it (:func:`tapegrad.core.replay.set_differentiable_rules`).
 """
 
 import numpy as np
 
+from ..core.replay import set_differentiable_rules
+from ..tensor import Tensor
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
 from .elementwise import (
     absolute,
@@ -78,7 +81,6 @@ __all__ = [
     "power",
     "relu",
     "reshape",
-    "scatter",
     "sigmoid",
     "sign",
     "sin",
@@ -137,8 +139,6 @@ class _TensorRules:
 
 def _constant(make):
     def fn(*args, **kwargs):
-        from ..tensor import Tensor
-
         args = [a._data if isinstance(a, Tensor) else a for a in args]
         return Tensor._wrap(make(*args, **kwargs))
 
@@ -149,3 +149,4 @@ _CONSTRUCTORS = frozenset(
     ("zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like")
 )
 tensor_rules = _TensorRules()
+set_differentiable_rules(tensor_rules)

@@ -6,7 +6,8 @@ Indexing scatters the gradient back with an add, so repeated integer indices acc
 
 import numpy as np
 
-from ..registry import defop, numpy_rules
+from ..backend import numpy_rules
+from ..registry import defop
 from ._axes import ndim_of, normalize_axes
 
 
@@ -42,7 +43,7 @@ getitem = defop("getitem", lambda x, index, *, xp=None: x[index] if xp is None e
 scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter(g, index, shape),
                 lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
-                    ">>> import numpy as np, tapegrad as tg\n>>> tg.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
+                    ">>> import numpy as np, tapegrad as tg\n>>> tg.ops.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
 # fmt: on
 
 

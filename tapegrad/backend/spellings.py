@@ -24,15 +24,14 @@ import types
 
 import numpy as np
 
+from ._index import is_basic_index
+from ._index import is_basic_item as _is_basic
+
 __all__ = ["NumpySpellings", "numpy_like_spellings", "cupy_spellings", "MissingFunction"]
 
 
 class MissingFunction(NotImplementedError, AttributeError):
     """A library lacks a function an op needs (an AttributeError too, so ``getattr(fx, name, None)`` works)."""
-
-
-def _is_basic(item) -> bool:
-    return item is None or item is Ellipsis or isinstance(item, (int, slice, np.integer))
 
 
 class NumpySpellings:
@@ -169,7 +168,6 @@ def numpy_like_spellings(module, name: str, scatter_add, index_array=None):
     ``scatter_add(out, index, g)`` adds with repeats accumulating (``np.add.at``, ``cupyx.scatter_add``);
     ``index_array`` moves NumPy index arrays into the library (``cupy.asarray``: to the device).
     """
-    from .registry import _is_basic_index
 
     def own(index):
         if index_array is None:
@@ -181,7 +179,7 @@ def numpy_like_spellings(module, name: str, scatter_add, index_array=None):
     def scatter(g, index, shape):
         out = module.zeros(shape, dtype=g.dtype)
         index = own(index)
-        if _is_basic_index(index):
+        if is_basic_index(index):
             out[index] = g  # basic indexing never repeats an element
         else:
             scatter_add(out, index, g)  # repeated integer indices must accumulate
@@ -189,7 +187,7 @@ def numpy_like_spellings(module, name: str, scatter_add, index_array=None):
 
     names = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     names.update(astype=lambda x, dtype: x.astype(dtype), getitem=lambda x, index: x[own(index)])
-    names.update(scatter=scatter, masked=lambda cond, g: g * cond, name=name)
+    names.update(scatter=scatter, masked=lambda cond, g: module.where(cond, g, 0), name=name)
     return types.SimpleNamespace(**names)
 
 

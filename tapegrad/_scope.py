@@ -1,8 +1,8 @@
 """What every transform does around ``f``: a tape of its own, released on the way out, and ``f`` run on it.
 
-``trace`` flattens the arguments being differentiated, passes each leaf into ``f`` through an op of the
+``run`` flattens the arguments being differentiated, passes each leaf into ``f`` through an op of the
 transform's tape, and returns what ``f`` returned; ``finish`` turns results into arrays unless an outer
-tape records. Private: the public functions are in :mod:`tapegrad.functional`.
+tape records. Private: the public functions are in :mod:`tapegrad.transforms`.
 """
 
 from __future__ import annotations
@@ -11,40 +11,37 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import tape as _tape
+from ._state import is_recording
 from ._tree import tree_flatten, tree_unflatten
+from .backend import is_floating
+from .core import keep_pending
 from .registry import defop
 from .tape import Tape, record
 from .tensor import Tensor
 
-# Each differentiated leaf enters f through this op, so it is a value of the transform's own tape: the same
-# tensor passed twice gets two gradients, and f returning its argument still has a recorded output.
+# A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
+# of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.
 _enter = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False)
 
 
 class Scope:
-    """A tape of a transform's own: released on the way out, whatever happened, keeping the thread's pending tape."""
+    """A tape of a transform's own: released on the way out, whatever happened, keeping the context's pending tape."""
 
     def __init__(self, persistent: bool = False):
         self.tape = record(persistent=persistent)
+        self._pending = keep_pending()
 
     def __enter__(self) -> Tape:
-        self._pending = _tape._state.pending
+        self._pending.__enter__()
         return self.tape
 
     def __exit__(self, *exc) -> None:
         self.tape.release()
-        pending = self._pending
-        if pending is not None and pending.state == "recording" and _tape._state.pending is None:
-            _tape._state.pending = pending
+        self._pending.__exit__()
 
     def keep(self) -> Tape:
-        """Leave the scope without releasing the tape (``vjp_fn`` holds it): the thread gets its pending tape back."""
-        pending = self._pending
-        if pending is not None and pending.state == "recording":
-            _tape._state.pending = pending
-        elif _tape._state.pending is self.tape:
-            _tape._state.pending = None
+        """Leave the scope without releasing the tape (``vjp_fn`` holds it): the context gets its pending tape back."""
+        self._pending.__exit__()
         return self.tape
 
 
@@ -56,32 +53,43 @@ def parse_argnums(argnums, what):
     raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
 
 
-def _as_tensor(leaf, what):
+def _as_tensor(leaf, what, nested):
+    """What ``f`` gets for one differentiated leaf: a value of the transform's tape. Inside an outer recording
+    (``nested``), a tensor the outer tapes can differentiate goes through ``_enter``, so it stays connected to
+    them; anything else becomes a new leaf on the same data, one per occurrence, so that the same tensor passed
+    twice gets two gradients and the caller's tensor is left as it was."""
     if isinstance(leaf, Tensor):
-        if leaf.dtype.kind not in "fc":
+        if not is_floating(leaf._data):
             raise TypeError(
                 f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
                 "pass floating-point data, e.g. x.astype(np.float64)"
             )
-        return leaf
-    a = np.asarray(leaf)
-    return Tensor(a if a.dtype.kind in "fc" else a.astype(np.float64))
+        if nested and (leaf._node is not None or leaf.requires_grad):
+            return _enter(leaf)
+        data = leaf._data
+    else:
+        data = np.asarray(leaf)
+        if data.dtype.kind not in "fc":
+            data = data.astype(np.float64)
+    t = Tensor._wrap(data)
+    t.requires_grad = True
+    return t
 
 
-def trace(t, f, args, kwargs, nums, what):
+def run(t, f, args, kwargs, nums, what):
     """Run ``f`` on ``t`` with the arguments at ``nums`` differentiable; return its result, their specs and leaves."""
     args = list(args)
     for i in nums:
         if not -len(args) <= i < len(args):
             raise ValueError(f"{what}: argnums {i} is out of range for a call with {len(args)} positional arguments")
-    specs, bases = [], []
+    specs, flat = [], []
     for i in nums:
         leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
         specs.append((spec, len(leaves)))
-        bases.extend(_as_tensor(leaf, what) for leaf in leaves)
+        flat.extend(leaves)
+    nested = is_recording()
     with t:
-        t.watch(*[b for b in bases if b._node is None])
-        xs = [_enter(b) for b in bases]
+        xs = [_as_tensor(leaf, what, nested) for leaf in flat]
         k = 0
         for i, (spec, n) in zip(nums, specs):
             args[i] = tree_unflatten(spec, xs[k : k + n])
@@ -107,8 +115,9 @@ def split_aux(res, has_aux, what):
 
 
 def connected(o) -> bool:
-    # Everything computed from a differentiated argument was recorded (each one is a node of the tape).
-    return isinstance(o, Tensor) and o._node is not None
+    # Everything computed from a differentiated argument was recorded (each one is a node of the tape), and an
+    # argument returned as it is, is a leaf that needs a gradient.
+    return isinstance(o, Tensor) and (o._node is not None or o.requires_grad)
 
 
 def finish(tree, recording):

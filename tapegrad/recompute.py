@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import functools
 
-from .registry import defop, numpy_rules
-from .tape import Node, Tape, _state, is_recording, stop_recording
+from ._state import ACTIVE, WATCHED, is_recording
+from .backend import numpy_rules
+from .core import BaseTape, Node, keep_pending, stop_recording
+from .core.node import SRCS
+from .registry import defop
 from .tensor import Tensor
 
 __all__ = ["checkpoint"]
@@ -35,21 +38,18 @@ def _forward(*datas, fn, needs, box):
 
 def _rule(xp, g, ans, *vals, fn, needs, box):
     n = len(needs)
-    pending = _state.pending  # the nested tape below must not displace the tape the thread keeps
-    try:
+    with keep_pending():  # the nested tape below must not displace the tape the context keeps
         if xp is numpy_rules:
             with stop_recording():  # a plain replay: the recomputation is recorded on its own tape only
                 args = [Tensor(v, requires_grad=k == 2) if k else v for v, k in zip(vals[:n], needs)]
                 return _recompute(fn, args, g, needs, box)
         return _recompute(fn, list(vals[:n]), g, needs, box)
-    finally:
-        _state.pending = pending
 
 
 def _recompute(fn, args, g, needs, extras):
     # needs[i]: 2 the argument needs a gradient, 1 a constant tensor, 0 not a tensor.
     # extras: the closure tensors, which checkpoint() put in the box once the forward had popped the value.
-    with Tape() as t:
+    with BaseTape() as t:
         out = fn(*args)
     sources, seen = [], set()
     for a, k in zip(args, needs):
@@ -69,17 +69,17 @@ class _Probe:
     """A monitor that notes which tensors from outside ``fn`` its ops use, and drops every entry at once."""
 
     def __init__(self, tape, args):
-        self.ref = tape._ref
+        self.tape = tape
         self.arg_ids = {id(a._node if a._node is not None else a) for a in args if isinstance(a, Tensor)}
         self.leaves: dict[int, Tensor] = {}
         self.foreign = None
 
     def __call__(self, tape, entry, out):
-        for s in entry.rec[1]:
+        for s in entry.rec[SRCS]:
             if s is None or id(s) in self.arg_ids:
                 continue
             if s.__class__ is Node:
-                if s.tape is not self.ref and self.foreign is None:
+                if s.tape() is not self.tape and self.foreign is None:
                     self.foreign = s
             elif s.requires_grad:
                 self.leaves.setdefault(id(s), s)
@@ -106,12 +106,12 @@ def checkpoint(fn):
         if not is_recording():
             return fn(*args)
         # The probe records under the tapes recording now (values they recorded are nested use, not carried over).
-        outer = tuple(r for t in _state.active for r in (t._ref, *t._ref.outer))
+        active = ACTIVE.get()
         with stop_recording():
-            probe_tape = Tape()
-            probe_tape._ref.outer = outer
+            probe_tape = BaseTape()
+            probe_tape.nest_in(active)
             probe = _Probe(probe_tape, args)
-            probe_tape._monitors.append(probe)
+            probe_tape.add_monitor(probe)
             with probe_tape:
                 out = fn(*args)
         if not isinstance(out, Tensor):
@@ -122,7 +122,7 @@ def checkpoint(fn):
                 "argument, so its gradient could not flow; pass that tensor to the checkpointed function"
             )
         extras = list(probe.leaves.values())
-        watched = _state.watched
+        watched = WATCHED.get()
         needs = tuple(
             (2 if a._node is not None or a.requires_grad or id(a) in watched else 1) if isinstance(a, Tensor) else 0
             for a in args

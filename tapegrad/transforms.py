@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from ._trace import Scope, aux_out, connected, finish, parse_argnums, per_argument, split_aux, trace
+from ._scope import Scope, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
+from ._state import is_recording
 from ._tree import tree_flatten, tree_unflatten
+from .errors import TapeError
 from .ops import reshape, stack, transpose
-from .tape import TapeError, is_recording
 from .tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
@@ -52,7 +53,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
         with Scope() as t:
-            res, specs, xs = trace(t, f, args, kwargs, nums, "grad")
+            res, specs, xs = run(t, f, args, kwargs, nums, "grad")
             out, aux = split_aux(res, has_aux, "grad")
             if not (isinstance(out, Tensor) or np.ndim(out) == 0):
                 raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}")
@@ -171,7 +172,7 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
         with Scope(persistent=True) as t:
-            res, specs, xs = trace(t, f, args, kwargs, nums, "jacobian")
+            res, specs, xs = run(t, f, args, kwargs, nums, "jacobian")
             out, aux = split_aux(res, has_aux, "jacobian")
             outs, ospec = tree_flatten(out, "jacobian: the output of f")
             recording = is_recording()
@@ -248,7 +249,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
         raise ValueError("jvp: tangents must have the structure and shapes of primals")
     with Scope() as inner, Scope() as outer:
-        res, _, xs = trace(inner, f, primals, {}, range(len(primals)), "jvp")
+        res, _, xs = run(inner, f, primals, {}, range(len(primals)), "jvp")
         outs, ospec = tree_flatten(res, "jvp: the output of f")
         live = [o for o in outs if connected(o)]
         with outer:
@@ -283,7 +284,7 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
     t = scope.tape
     scope.__enter__()
     try:
-        res, specs, xs = trace(t, f, primals, {}, range(len(primals)), "vjp")
+        res, specs, xs = run(t, f, primals, {}, range(len(primals)), "vjp")
         out, aux = split_aux(res, has_aux, "vjp")
         outs, ospec = tree_flatten(out, "vjp: the output of f")
     except BaseException:

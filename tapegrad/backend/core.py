@@ -16,9 +16,9 @@ Contract
   (``np.exp``) is looked up by name in the backend's *NumPy spellings* (``fx``); a forward with a keyword-only
   ``xp`` parameter gets ``xp=fx``; any other forward (written with operators) runs as it is.
 - **Rules per backend.** ``Backend.fx`` is also the namespace rules compute with on a plain replay: the names
-  of ``registry.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy's namespace
-  plus three helpers (:func:`tapegrad.array_api.numpy_like_spellings`); other libraries get
-  :class:`tapegrad.array_api.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` -> ``concat``, a
+  of ``backend.numpy_rules``, for this library. CuPy implements NumPy's API, so its ``fx`` is CuPy's namespace
+  plus three helpers (:func:`tapegrad.backend.numpy_like_spellings`); other libraries get
+  :class:`tapegrad.backend.NumpySpellings` (``power`` -> ``pow``, ``concatenate`` -> ``concat``, a
   scatter-add for indexing, ...). What a library cannot do raises ``NotImplementedError``
   naming the op and the library.
 - **Finding the namespace.** ``array-api-compat`` (the ``backends`` extra) when installed, else the array's
@@ -38,7 +38,9 @@ import inspect
 
 import numpy as np
 
-__all__ = ["Backend", "backend_of", "common_backend", "register", "to_numpy", "NUMPY"]
+from .spellings import NumpySpellings, cupy_spellings
+
+__all__ = ["Backend", "backend_of", "common_backend", "register", "NUMPY"]
 
 
 class Backend:
@@ -143,8 +145,6 @@ def _find(cls, a):
         return None
     b = _BY_NAMESPACE.get(id(ns))
     if b is None:
-        from .array_api import NumpySpellings
-
         name = getattr(ns, "__name__", type(ns).__name__).replace("array_api_compat.", "")
         b = _BY_NAMESPACE[id(ns)] = Backend(name, ns, NumpySpellings(ns, name))
     return b
@@ -161,9 +161,7 @@ def _namespace(a):
 
 @functools.cache
 def _cupy():
-    import cupy
-
-    from .array_api import cupy_spellings
+    import cupy  # optional: only when a CuPy array is met
 
     return Backend("cupy", cupy, cupy_spellings(cupy))
 
@@ -172,7 +170,7 @@ def register(array_type: type, backend: Backend) -> None:
     """Use ``backend`` for arrays of ``array_type`` (a library that neither is CuPy nor has the array API).
 
     >>> import numpy as np
-    >>> from tapegrad.array_api import numpy_like_spellings
+    >>> from tapegrad.backend import numpy_like_spellings
     >>> class Pinned(np.ndarray): pass
     >>> register(Pinned, Backend("pinned", np, numpy_like_spellings(np, "pinned", np.add.at)))
     >>> backend_of(np.ones(2).view(Pinned)).name
@@ -200,20 +198,3 @@ def common_backend(what: str, arrays) -> Backend:
             )
         found = b
     return NUMPY if found is None else found
-
-
-def to_numpy(a) -> np.ndarray:
-    """A NumPy copy (or view) of an array of any backend: an explicit transfer, e.g. from the GPU.
-
-    >>> to_numpy(np.ones(2))
-    array([1., 1.])
-    """
-    if a.__class__ is np.ndarray:
-        return a
-    get = getattr(a, "get", None)  # CuPy: device to host
-    if get is not None and backend_of(a) is not None and backend_of(a).name == "cupy":
-        return get()
-    try:
-        return np.from_dlpack(a)
-    except (TypeError, AttributeError, RuntimeError, BufferError):
-        return np.asarray(a)

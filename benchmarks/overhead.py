@@ -1,0 +1,211 @@
+"""What a change costs the engine: this tree against a git ref, side by side in one process, round by round.
+
+The package at ``--ref`` (default ``main``) is extracted from git into a temporary folder under another name,
+so both versions run in the same interpreter; every round runs each workload once per version, in turn, and
+the figure reported is the median over rounds of the per-round ratio (this tree / ref), which cancels most of
+what a shared machine's load does to both. Times are this process's CPU time by default (``--clock cpu``).
+
+Workloads (the README's speed benchmark's, smaller where it saves time):
+
+- ``chain``: 1,000 elementwise ops (cycles of ``x*w``, ``x+b``, ``tanh``, ``x-c``) on shape (4,), then ``sum``
+  and ``backward``: µs per op;
+- ``fanout``: ``h = tanh(x)`` used by 100 branches ``h * k_i`` summed back: µs per op;
+- ``mlp64`` / ``mlp32``: one SGD step of a 784-512-512-10 ReLU MLP, batch 256: ms per step;
+- ``chain-after-hook``: the chain in this tree after a hook was registered and removed (against ref's plain
+  chain): a removed hook must cost nothing;
+- ``value_and_grad``: the chain through ``tg.value_and_grad``, against this tree's own eager chain (not the ref):
+  what the transform adds per op.
+
+    python -m benchmarks.overhead --ref main --rounds 201
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WORKLOADS = ("chain", "fanout", "mlp64", "mlp32", "chain-after-hook", "value_and_grad")
+
+
+def load_ref(ref: str, where: pathlib.Path):
+    """Import the ``tapegrad`` package of git ``ref`` as a module named ``tapegrad_<ref>``."""
+    name = "tapegrad_" + "".join(c if c.isalnum() else "_" for c in ref)
+    files = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", ref, "tapegrad"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for f in files:
+        if not f.endswith(".py"):
+            continue
+        target = where / name / pathlib.Path(f).relative_to("tapegrad")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(
+            subprocess.run(["git", "show", f"{ref}:{f}"], cwd=ROOT, capture_output=True, check=True).stdout
+        )
+    sys.path.insert(0, str(where))
+    return importlib.import_module(name)
+
+
+def _record(tg):
+    return tg.record() if hasattr(tg, "record") else tg.tape.record()
+
+
+def chain(tg, clock, n_ops=1000):
+    """One forward + backward of the overhead chain; seconds per op."""
+    x0 = tg.Tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+    w, b, c = tg.Tensor(np.full(4, 0.9)), tg.Tensor(np.full(4, 0.1)), tg.Tensor(np.full(4, 0.05))
+    start = clock()
+    with _record(tg):
+        x = x0
+        for _ in range(n_ops // 4):
+            x = x * w
+            x = x + b
+            x = tg.tanh(x)
+            x = x - c
+        loss = x.sum()
+    loss.backward()
+    return (clock() - start) / (n_ops + 1)
+
+
+def chain_function(tg, n_ops=1000):
+    w, b, c = tg.Tensor(np.full(4, 0.9)), tg.Tensor(np.full(4, 0.1)), tg.Tensor(np.full(4, 0.05))
+
+    def f(x):
+        for _ in range(n_ops // 4):
+            x = x * w
+            x = x + b
+            x = tg.tanh(x)
+            x = x - c
+        return x.sum()
+
+    return f
+
+
+def value_and_grad_chain(tg, clock, n_ops=1000):
+    f = tg.value_and_grad(chain_function(tg, n_ops))
+    x0 = np.linspace(-1.0, 1.0, 4)
+    start = clock()
+    f(x0)
+    return (clock() - start) / (n_ops + 1)
+
+
+def fanout(tg, clock, branches=100):
+    x = tg.Tensor(np.linspace(-1.0, 1.0, 4), requires_grad=True)
+    ks = [tg.Tensor(np.full(4, 0.01 * (i + 1))) for i in range(branches)]
+    start = clock()
+    with _record(tg):
+        h = tg.tanh(x)
+        total = h * ks[0]
+        for k in ks[1:]:
+            total = total + h * k
+        loss = total.sum()
+    loss.backward()
+    return (clock() - start) / (2 * branches + 1)
+
+
+def make_mlp(tg, dtype):
+    rng = np.random.default_rng(0)
+    sizes = (784, 512, 512, 10)
+    params = []
+    for i, o in zip(sizes[:-1], sizes[1:]):
+        params.append(tg.Tensor((rng.standard_normal((i, o)) / np.sqrt(i)).astype(dtype), requires_grad=True))
+        params.append(tg.Tensor(np.zeros(o, dtype), requires_grad=True))
+    x = tg.Tensor(rng.standard_normal((256, 784)).astype(dtype))
+    y = tg.Tensor(rng.standard_normal((256, 10)).astype(dtype))
+
+    def step(clock):
+        start = clock()
+        with _record(tg):
+            h = x
+            for k in range(0, len(params), 2):
+                h = h @ params[k] + params[k + 1]
+                if k + 2 < len(params):
+                    h = tg.relu(h)
+            loss = ((h - y) ** 2).mean()
+        loss.backward()
+        for p in params:
+            p.data -= 1e-3 * p.grad
+            p.grad = None
+        return clock() - start
+
+    return step
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--ref", default="main", help="git ref to compare this tree against")
+    parser.add_argument("--rounds", type=int, default=201, help="interleaved rounds (each runs every workload)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="process CPU time or wall time")
+    parser.add_argument("--only", nargs="*", choices=WORKLOADS, default=list(WORKLOADS), help="workloads to run")
+    parser.add_argument("--mlp-every", type=int, default=4, help="run the MLP steps every k-th round (they are slow)")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    import tapegrad as here
+
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    try:  # one BLAS thread, as the speed benchmark pins it: the MLP steps compare the engines, not the threads
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+    except ImportError:
+        pass
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = load_ref(args.ref, pathlib.Path(tmp))
+        engines = {"ref": ref, "here": here}
+        mlps = {k: {d: make_mlp(tg, d) for d in (np.float64, np.float32)} for k, tg in engines.items()}
+        jobs = {
+            "chain": lambda tg, k: chain(tg, clock),
+            "fanout": lambda tg, k: fanout(tg, clock),
+            "mlp64": lambda tg, k: mlps[k][np.float64](clock),
+            "mlp32": lambda tg, k: mlps[k][np.float32](clock),
+        }
+        ratios = {w: [] for w in args.only}
+        times = {w: {"ref": [], "here": []} for w in args.only}
+        if "chain-after-hook" in args.only:  # from here on, this tree has seen a hook registered and removed
+            probe = here.Tensor(1.0, requires_grad=True)
+            probe.register_hook(lambda g: g).remove()
+        for _ in range(3):  # warm-up
+            for tg in engines.values():
+                chain(tg, clock)
+        for r in range(args.rounds):
+            for w in args.only:
+                if w.startswith("mlp") and r % args.mlp_every:
+                    continue
+                if w == "value_and_grad":
+                    pair = {"ref": chain(here, clock), "here": value_and_grad_chain(here, clock)}
+                elif w == "chain-after-hook":
+                    pair = {"ref": chain(ref, clock), "here": chain(here, clock)}
+                else:
+                    order = ("ref", "here") if r % 2 else ("here", "ref")
+                    pair = {k: jobs[w](engines[k], k) for k in order}
+                for k, v in pair.items():
+                    times[w][k].append(v)
+                ratios[w].append(pair["here"] / pair["ref"])
+    print(
+        f"numpy {np.__version__}, python {sys.version.split()[0]}, {args.rounds} interleaved rounds, {args.clock} time, "
+        f"ref {args.ref}"
+    )
+    print("workload            unit    ref median   here median   ratio median [IQR] of per-round ratios")
+    for w in args.only:
+        unit, scale = ("ms/step", 1e3) if w.startswith("mlp") else ("µs/op", 1e6)
+        base = "eager (here)" if w == "value_and_grad" else "ref"
+        q1, med, q3 = statistics.quantiles(ratios[w], n=4)
+        print(
+            f"{w:<18}  {unit:<7} {statistics.median(times[w]['ref']) * scale:>10.3f}   "
+            f"{statistics.median(times[w]['here']) * scale:>11.3f}   {med:.3f} [{q1:.3f}-{q3:.3f}]"
+            + (f"  (against {base})" if w == "value_and_grad" else "")
+        )
+
+
+if __name__ == "__main__":
+    main()

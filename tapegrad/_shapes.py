@@ -1,0 +1,47 @@
+"""Shapes as the tape sees them: :class:`Shape` (what a rule gets of an input saved as ``"x.shape"``) and
+:func:`unbroadcast`, the one place where broadcasting is undone.
+
+>>> import numpy as np
+>>> from tapegrad.backend import numpy_rules
+>>> unbroadcast(numpy_rules, np.ones((2, 3)), (3,))
+array([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+__all__ = ["Shape", "unbroadcast"]
+
+
+class Shape:
+    """What a rule sees of an input saved as ``"x.shape"``: its shape, ndim and dtype, no data."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, array):
+        self.shape = array.shape
+        self.dtype = array.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Shape({self.shape}, {self.dtype})"
+
+
+def unbroadcast(xp, g, shape):
+    """Sum ``g`` down to ``shape``: the adjoint of broadcasting an array of ``shape`` to ``g.shape``.
+
+    The replay applies it to every gradient of an op registered with ``broadcast=True`` whose input had
+    another shape; rules never undo broadcasting themselves.
+    """
+    gshape = g.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+    if stretched:
+        g = xp.sum(g, axis=stretched, keepdims=True)
+    if lead:
+        g = xp.sum(g, axis=tuple(range(lead)))  # a new array of the exact shape: the tape can hand it over
+    return g if g.shape == shape else xp.reshape(g, shape)

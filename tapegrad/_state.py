@@ -1,0 +1,137 @@
+"""What is recording, per context, and what memory was changed in place: the state every layer above reads.
+
+- **Per context.** The active tapes (innermost last), the tensors they watch and the most recently closed
+  tape are :mod:`contextvars` variables: each thread starts with none, and each asyncio task works on its own
+  copy, so two tasks interleaving on one thread never record onto each other's tapes (a task created inside a
+  ``record()`` block starts with that block's tapes, as its ops belong to the block).
+- **The version clock.** Every in-place change tapegrad makes to an array (``x.data -= ...``, ``x += y``,
+  optimizer steps) calls :func:`mark_modified`, which ticks a global clock and notes the tick against the
+  array's *memory root* (the array a view was taken from, followed to the end). An entry remembers the clock
+  when it was recorded; :func:`modified_since` then tells whether a value it saved, or any view of the same
+  memory, was changed after that. Views share versions because they share memory.
+
+>>> import numpy as np
+>>> a = np.ones(3); epoch = clock()
+>>> mark_modified(a)
+>>> modified_since(a[1:], epoch), modified_since(np.ones(3), epoch)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from contextvars import ContextVar
+
+from .backend import memory_root
+from .errors import TapeEscapeWarning, user_frame, warn_once
+
+__all__ = [
+    "ACTIVE",
+    "WATCHED",
+    "PENDING",
+    "is_recording",
+    "current",
+    "live_tapes",
+    "CLOCK",
+    "clock",
+    "mark_modified",
+    "modified_since",
+    "version_of",
+    "warn_escape",
+]
+
+ACTIVE: ContextVar[tuple] = ContextVar("tapegrad_active", default=())  # the active tapes, innermost last
+WATCHED: ContextVar[frozenset] = ContextVar("tapegrad_watched", default=frozenset())  # ids watched by them
+PENDING: ContextVar = ContextVar("tapegrad_pending", default=None)  # kept so that loss.backward() works after a block
+
+live_tapes: weakref.WeakSet = weakref.WeakSet()  # every tape not yet collected (tapegrad.debug.live_tapes)
+
+
+def is_recording() -> bool:
+    """Whether ops in this context are being recorded right now.
+
+    >>> import tapegrad as tg
+    >>> with tg.record():
+    ...     print(is_recording())
+    True
+    """
+    return bool(ACTIVE.get())
+
+
+def current():
+    """The innermost tape recording in this context, or None.
+
+    >>> current() is None
+    True
+    """
+    active = ACTIVE.get()
+    return active[-1] if active else None
+
+
+# -- the version clock ---------------------------------------------------------------------------------------
+class _Clock:
+    """The version clock: ``CLOCK.tick`` counts in-place changes (read once per recorded op)."""
+
+    __slots__ = ("tick",)
+
+    def __init__(self):
+        self.tick = 0
+
+
+CLOCK = _Clock()
+_modified: dict = {}  # id(memory root) -> (tick of its last in-place change, weak reference to the root or None)
+_lock = threading.Lock()
+
+
+def clock() -> int:
+    """The current tick: entries recorded now remember it."""
+    return CLOCK.tick
+
+
+def _forget(key, ref):
+    with _lock:
+        if _modified.get(key, (0, None))[1] is ref:
+            del _modified[key]
+
+
+def mark_modified(array) -> None:
+    """Note that ``array``'s memory was just changed in place (every view of the same memory with it)."""
+    root = memory_root(array)
+    key = id(root)
+    with _lock:
+        CLOCK.tick += 1
+        try:
+            ref = weakref.ref(root, lambda r, key=key: _forget(key, r))
+        except TypeError:  # a buffer owner without weak references (bytes): matched by identity alone
+            ref = None
+        _modified[key] = (CLOCK.tick, ref)
+
+
+def version_of(array) -> int:
+    """The tick of the last in-place change of ``array``'s memory, 0 if it never changed."""
+    root = memory_root(array)
+    last, ref = _modified.get(id(root), (0, None))
+    return last if ref is None or ref() is root else 0
+
+
+def modified_since(array, epoch: int) -> bool:
+    """Whether ``array``'s memory (through any view of it) was changed in place after tick ``epoch``."""
+    return version_of(array) > epoch
+
+
+def warn_escape(how: str) -> None:
+    """A recorded tensor's array was taken out (``np.asarray(t)``, ``t.numpy()``) while a tape records: warn at
+    the user's line that gradients stop there. tapegrad's own code steps outside on purpose and is not warned."""
+    if not ACTIVE.get():
+        return
+    f = sys._getframe(2)
+    if user_frame(f) is not f:
+        return
+    warn_once(
+        f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
+        "what is computed from it. Use tapegrad ops to stay on the tape, or `x.data` to step outside on purpose",
+        TapeEscapeWarning,
+        f,
+    )

@@ -1,0 +1,73 @@
+"""The namespace rules compute with on a plain replay of NumPy arrays: NumPy itself, plus the few functions
+NumPy spells with syntax or methods. Other libraries get a namespace with the same names
+(:class:`~tapegrad.backend.NumpySpellings`, :func:`~tapegrad.backend.numpy_like_spellings`).
+
+>>> import numpy as np
+>>> numpy_rules.exp is np.exp
+True
+>>> numpy_rules.masked(np.array([True, False]), np.array([1.0, np.inf]))   # a select: 0 where masked, never NaN
+array([1., 0.])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._index import is_basic_index
+
+__all__ = ["numpy_rules", "scatter", "masked"]
+
+_SMALL = 4096  # below this many elements a select is as cheap as a product (measured)
+
+
+def masked(cond, g):
+    """``where(cond, g, 0)``: the gradient where ``cond`` holds, exactly 0 elsewhere (also where ``g`` is
+    infinite or NaN, which ``g * cond`` would turn into NaN).
+
+    NumPy's ``where`` is several times slower than a product on large arrays with random masks (a branch per
+    element), so large arrays take the product and fall back to ``where`` only when the product is not finite.
+    """
+    if g.size < _SMALL:
+        return np.where(cond, g, 0)
+    out = g * cond
+    if not np.isfinite(out).all():  # 0 * inf or NaN somewhere: only a select gives the exact answer
+        return np.where(cond, g, 0)
+    return out
+
+
+def scatter(g, index, shape):
+    """Zeros of ``shape`` with ``g`` added at ``index``: repeated integer indices accumulate."""
+    out = np.zeros(shape, dtype=g.dtype)
+    if is_basic_index(index):
+        out[index] = g  # basic indexing never repeats an element
+    else:
+        np.add.at(out, index, g)  # repeated integer indices must accumulate
+    return out
+
+
+class _NumpyRules:
+    """NumPy by its own names (any of them, looked up once and cached), plus ``astype``, ``getitem``,
+    ``masked`` and ``scatter``."""
+
+    name = "numpy"
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        f = getattr(np, attr)  # AttributeError names the missing function
+        setattr(self, attr, f)
+        return f
+
+    @staticmethod
+    def astype(x, dtype):
+        return x.astype(dtype)
+
+    @staticmethod
+    def getitem(x, index):
+        return x[index]
+
+    masked = staticmethod(masked)
+    scatter = staticmethod(scatter)
+
+
+numpy_rules = _NumpyRules()

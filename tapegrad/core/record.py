@@ -1,0 +1,202 @@
+"""Recording one op: :func:`apply` runs an op's forward and appends one entry to every active tape that needs it.
+
+This is the hot path of every op: one pass over the inputs, then, only when some input needs a gradient and a
+tape records, the record tuple, one :class:`~tapegrad.core.node.Node` and one entry per active tape. The
+NumPy path calls the op's NumPy forward directly; other libraries go through :mod:`tapegrad.backend`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._shapes import Shape
+from .._state import ACTIVE, CLOCK, WATCHED
+from ..backend import NUMPY, common_backend
+from ..errors import TapeLeakWarning, warn_once
+from ..tensor import Tensor
+from .node import Entry, Node, entry_died
+
+__all__ = ["apply", "apply_nondiff", "saved_values"]
+
+_new_tensor = Tensor.__new__
+_ndarray = np.ndarray
+_get_active = ACTIVE.get
+_get_watched = WATCHED.get
+_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # raw inputs NumPy runs as is
+_NOTHING = frozenset()
+
+
+def apply(op, args, params):
+    """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
+    # One pass over the inputs: the arrays for the forward; keys and the grad mask for the tape.
+    datas = []
+    srcs = []
+    mask = bit = 0
+    active = _get_active()
+    top = active[-1]._ref if active else None
+    watched = _get_watched() if active else _NOTHING
+    foreign = None
+    plain = True  # every array is NumPy: call the NumPy forward directly (tapegrad.backend for the others)
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if d.__class__ is not _ndarray:
+                plain = False
+            datas.append(d)
+            node = a._node
+            if node is not None:
+                srcs.append(node)
+                mask |= 1 << bit
+                if node.tape is not top:  # recorded under another tape: checked apart, once recording
+                    foreign = node
+            else:
+                srcs.append(a)
+                if a.requires_grad or (watched and id(a) in watched):
+                    mask |= 1 << bit
+        else:
+            if a.__class__ not in _PLAIN:
+                plain = False
+            datas.append(a)
+            srcs.append(None)
+        bit += 1
+    if plain:
+        try:
+            out = op.forward(*datas, **params) if params else op.forward(*datas)
+        except ValueError as err:
+            raise _forward_error(op, args, err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
+    else:
+        out = _forward_any(op, args, datas, params)
+    t = _new_tensor(Tensor)
+    t._data = out
+    t.grad = None
+    if not (active and mask):
+        t.requires_grad = False
+        t._node = None
+        return t
+    if foreign is not None:
+        _foreign_input(op, foreign, active)
+    shapes = None
+    if op.broadcast:
+        oshape = out.shape
+        bit = 1
+        for d in datas:
+            if mask & bit and d.shape != oshape:
+                shapes = tuple([getattr(d, "shape", None) for d in datas])
+                break
+            bit <<= 1
+    save = op.save
+    rec = (
+        op,
+        tuple(srcs),
+        tuple(datas) if save is True else (op.nosave if save is None else saved_values(op, datas)),
+        out if op.save_ans else None,
+        shapes,
+        params,
+        CLOCK.tick,
+        mask,
+    )
+    node = Node()
+    node.tape = top
+    t.requires_grad = True
+    t._node = node
+    for tape in active:
+        e = Entry(node, entry_died)
+        e.rec = rec
+        entries = tape._entries
+        entries.append(e)
+        if len(entries) >= tape._compact_at:
+            tape._compact()
+        if tape._monitors:
+            _run_monitors(tape, e, t, active)
+    return t
+
+
+def saved_values(op, datas):
+    """The per-input values an entry keeps for ``op``'s rules: arrays, :class:`Shape` or None, as ``save=`` says."""
+    flags = op.save
+    if flags is True:
+        return datas
+    if flags is None:
+        return op.nosave if len(datas) == op.arity else (None,) * len(datas)
+    if op.variadic:
+        flags = flags * len(datas)
+    return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
+
+
+def _run_monitors(tape, entry, out, active):
+    """Call ``tape``'s monitors on the entry just recorded; one that raises refuses the op: the entry is taken
+    off every tape that recorded it, so the tapes are exactly as before the op (a budget, an anomaly)."""
+    try:
+        for monitor in tape._monitors:
+            monitor(tape, entry, out)
+    except BaseException:
+        node, rec = entry(), entry.rec
+        for t in active:
+            entries = t._entries
+            if entries and entries[-1]() is node and entries[-1].rec is rec:
+                entries.pop().rec = None
+            if t is tape:
+                break
+        entry.rec = None
+        raise
+
+
+def _foreign_input(op, node, active):
+    """An input recorded under a tape that is not recording now, nor nested with one that is: warn."""
+    ref = node.tape
+    for t in active:
+        r = t._ref
+        # The same tape; one nested in an active tape; or an enclosing tape (a nested tape replayed with
+        # create_graph after the blocks closed reads values of the tape around it).
+        if r is ref or any(o is r for o in ref.outer) or any(o is ref for o in r.outer):
+            return
+    state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
+    warn_once(
+        f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
+        "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
+        "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
+        TapeLeakWarning,
+    )
+
+
+def _forward_any(op, args, datas, params):
+    """The forward of ``op`` in the library of its inputs (one library per op), for arrays other than NumPy's."""
+    backend = common_backend(op.name, datas)
+    if backend is NUMPY:
+        forward = op.forward
+    else:
+        forward = backend.forward(op)
+        for i, d in enumerate(datas):
+            if isinstance(d, np.generic) and not isinstance(args[i], Tensor):
+                datas[i] = d.item()  # a NumPy scalar acts as a Python number (in the saved values too)
+    try:
+        out = forward(*datas, **params)
+    except ValueError as err:
+        raise _forward_error(op, args, err) from None
+    except AttributeError as err:
+        if isinstance(err, NotImplementedError):  # a function the library lacks: say which op needed it
+            raise NotImplementedError(f"{op.name}: {err}") from None
+        raise
+    if out.__class__ is not _ndarray and (backend is NUMPY or isinstance(out, np.generic)):
+        out = backend.asarray(out)  # a scalar where the library should have given a 0-d array
+    return out
+
+
+def apply_nondiff(op, args, params):
+    """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
+    datas = [a._data if isinstance(a, Tensor) else a for a in args]
+    if all(d.__class__ in _PLAIN for d in datas):
+        try:
+            return Tensor._wrap(np.asarray(op.forward(*datas, **params)))
+        except ValueError as err:
+            raise _forward_error(op, args, err) from None
+    return Tensor._wrap(_forward_any(op, args, datas, params))
+
+
+def _forward_error(op, args, err):
+    shapes = ", ".join(
+        str(a.shape) if hasattr(a, "shape") else (str(np.shape(a)) if not np.isscalar(a) else "a scalar") for a in args
+    )
+    return ValueError(f"{op.name} of inputs with shapes {shapes}: {err}")

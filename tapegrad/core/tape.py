@@ -1,0 +1,427 @@
+"""The gradient tape's life cycle: a recording block, one replay (or several), release.
+
+Contract
+--------
+- **What is recorded.** While a ``with tg.record():`` block is active, every differentiable op whose inputs
+  need a gradient (``requires_grad=True``, computed from such tensors, or watched with ``t.watch(x)``) appends
+  one *entry* to every active tape: the op, a key per input, the values its rule declared it needs (nothing
+  more), and a weak reference to its output's :class:`~tapegrad.core.node.Node`. Tensors hold their array and
+  at most a node, a bare token; they never point at their inputs or at an entry. Outside every block nothing
+  is recorded and nothing is kept.
+- **Per context.** The active tapes belong to the thread and, within it, to the asyncio task (contextvars): two
+  threads or two tasks recording at once never mix entries. Nested blocks record every op on every active tape
+  (as TensorFlow's nested tapes do), which is what makes derivatives of derivatives work.
+- **Replay.** ``backward()`` walks the list in reverse (:mod:`tapegrad.core.replay`); each entry's saved
+  values are dropped as soon as its rule ran, and a non-persistent tape is then released: it holds nothing.
+  Gradients are added into ``.grad`` (``+=``), atomically per leaf, so threads replaying into shared leaves
+  lose no contribution.
+- **What persists.** ``record(persistent=True)`` keeps the entries for several replays until ``release()``.
+  ``backward(create_graph=True)`` records the rules on the replayed tape (and every active one) and keeps it, so
+  the gradients it produces can be differentiated again.
+- **A replay that fails** (a hook raising, an interrupt, an in-place change found, an anomaly) leaves a
+  non-persistent tape *failed*: the entries it had replayed are freed, so every later use raises a
+  :class:`~tapegrad.errors.TapeError` saying where it failed; no ``.grad`` was written by it. A persistent tape
+  frees nothing while it replays, so it can be replayed again after the error.
+- **Who keeps a tape alive.** The block while it is active; then whoever holds the tape object
+  (``with tg.record() as t``); and, so that ``loss.backward()`` works after the block, the context keeps the
+  most recently closed tape until the next block closes. Tensors refer to their tape only weakly, so keeping a
+  tensor (a loss in a history list) never keeps a graph alive. A tape dropped without replay frees everything at
+  once: a loop that records and never calls backward stays bounded.
+- **Dead entries.** An entry whose output node has become unreachable (no tensor holds it and no later entry
+  uses it) cannot contribute to any gradient: a weak-reference callback drops its saved values at once.
+- **In-place changes.** Changing an array in place through tapegrad (``x.data -= ...``, ``x += y``, optimizer
+  steps) marks its memory changed (:mod:`tapegrad._state`); a replay that needs a saved value whose memory, or
+  the memory it is a view of, changed after it was recorded raises :class:`~tapegrad.errors.InPlaceModificationError`
+  naming the op. Views share versions because they share memory: ``W.T`` saved by a product is caught when
+  ``W`` changes. Rebinding (``x.data = a``) changes no saved value and is not an error. Writes that bypass
+  tapegrad (``x.data[0] = 1``, ``np.add(..., out=x.data)``) cannot be seen; ``record(check_saved=True)`` catches
+  them with a checksum of every saved array, verified at replay.
+
+Extension interface
+-------------------
+Tools (budgets, anomaly checks, source lines, drawing, recomputation, compiled tapes) attach to the core here,
+never by reaching into its attributes:
+
+- **Monitors**: ``tape.add_monitor(fn)``; ``fn(tape, entry, out)`` runs after each entry is recorded on that
+  tape (``entry.rec`` is the record, read by the positions in :mod:`tapegrad.core.node`; ``entry.info`` may be
+  set). A monitor that raises refuses the op: the entry is taken off every tape that recorded it.
+- **The replay observer**: a subclass's ``observer(trace)`` returns None or an object that the replay calls for
+  each entry it replays, ``observer(index, rec, node, g, grads) -> op``, whose returned op's rules are used (so
+  it can wrap them), and whose ``done()`` runs at the end. ``on_drop()`` runs when a tape holding unreplayed
+  entries is collected.
+- **Reading**: ``tape.live_entries()`` gives ``(position, entry)`` pairs in execution order; ``tape.entries``
+  gives :class:`~tapegrad.core.node.EntryView` objects with named fields.
+- **The differentiable rules slot**: :func:`tapegrad.core.replay.set_differentiable_rules`, filled by the ops.
+"""
+
+from __future__ import annotations
+
+from .._state import ACTIVE, PENDING, WATCHED, live_tapes
+from .._tree import tree_flatten, tree_unflatten
+from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
+from ..errors import TapeError
+from ..tensor import Tensor
+from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
+from .replay import _fresh, _write_grad, key_of, replay, seed
+
+__all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
+
+
+class BaseTape:
+    """A Wengert list of recorded ops: the core of :class:`tapegrad.tape.Tape` (make one with ``tg.record()``).
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+    >>> with tg.record() as t:
+    ...     y = (x * x).sum()
+    >>> len(t)
+    2
+    >>> y.backward(); x.grad
+    array([2., 4.])
+    >>> len(t)   # replayed and released
+    0
+    """
+
+    def __init__(self, persistent: bool = False):
+        self.persistent = persistent
+        self._entries: list = []
+        self._ref = TapeRef(self)
+        self._ref.state = "recording"
+        self._ref.outer = ()
+        self._watched: dict[int, Tensor] = {}
+        self._compact_at = 1024
+        self._replays = 0  # replays walking the list now: compaction waits for them
+        # Callables monitor(tape, entry, out) run after each entry is recorded (see the extension interface).
+        # Empty by default, so plain recording pays one truth test per op.
+        self._monitors: list = []
+        self.site = None  # (file, line) where record() made it, for the dropped-tape warning
+        live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
+
+    # -- the context manager ------------------------------------------------------------------------
+    def __enter__(self):
+        if self._ref.state != "recording":
+            raise TapeError(self._unusable())
+        active = ACTIVE.get()
+        if active:
+            self._ref.outer += tuple([t._ref for t in active])
+        ACTIVE.set(active + (self,))
+        _sync_watched()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # try/finally semantics: whatever happened in the block, this tape stops recording here.
+        ACTIVE.set(tuple(t for t in ACTIVE.get() if t is not self))
+        _sync_watched()
+        if self._ref.state == "recording":
+            PENDING.set(self)
+
+    def watch(self, *tensors: Tensor) -> None:
+        """Record ops on ``tensors`` as if they required a gradient, for this tape (TensorFlow's ``watch``).
+
+        >>> import tapegrad as tg
+        >>> x = tg.Tensor(3.0)
+        >>> with tg.record() as t:
+        ...     t.watch(x)
+        ...     y = x * x
+        >>> float(t.gradient(y, x))
+        6.0
+        """
+        for x in tensors:
+            if not isinstance(x, Tensor):
+                raise TypeError(f"watch() takes tensors, got {type(x).__name__}")
+            _check_float(x, "watch")
+            self._watched[id(x)] = x
+        _sync_watched()
+
+    def nest_in(self, tapes) -> None:
+        """Treat ``tapes`` (and what they are nested in) as enclosing this one: values they recorded, used on
+        this tape, are nested use rather than values carried over from an earlier tape."""
+        self._ref.outer += tuple(r for t in tapes for r in (t._ref, *t._ref.outer))
+
+    def __del__(self):
+        # Dropped holding saved values it never replayed: often a forgotten backward (tapegrad.debug warns).
+        try:
+            if self._ref.state == "recording" and not self.persistent and self._entries:
+                self.on_drop()
+        except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
+            pass
+
+    # -- the extension interface -------------------------------------------------------------------
+    def add_monitor(self, fn) -> None:
+        """Call ``fn(tape, entry, out)`` after each entry recorded on this tape (see the module docstring)."""
+        self._monitors.append(fn)
+
+    def remove_monitor(self, fn) -> None:
+        """Stop calling ``fn`` (added with :meth:`add_monitor`)."""
+        self._monitors = [m for m in self._monitors if m is not fn]
+
+    @property
+    def monitors(self) -> tuple:
+        """The monitors attached to this tape, in the order they run."""
+        return tuple(self._monitors)
+
+    def observer(self, trace):
+        """What the replay calls for each entry it replays, or None: tools override this (tracing, anomaly)."""
+        return None
+
+    def on_drop(self) -> None:
+        """Called when this tape is collected while it still holds unreplayed entries (tools warn here)."""
+
+    def live_entries(self) -> list:
+        """``(position, entry)`` for each live entry, in execution order (positions as the replay numbers them)."""
+        return [(i, e) for i, e in enumerate(self._entries) if e.rec is not None]
+
+    # -- inspection ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return sum(1 for e in self._entries if e.rec is not None)
+
+    @property
+    def entries(self) -> list:
+        """The live entries with named fields (:class:`~tapegrad.core.node.EntryView`), in execution order."""
+        return [EntryView(e) for e in self._entries if e.rec is not None]
+
+    @property
+    def state(self) -> str:
+        """'recording' (open or closed, not yet replayed), 'replayed', 'released' or 'failed'."""
+        return self._ref.state
+
+    def saved_bytes(self, *, excluding=None) -> int:
+        """Bytes of the arrays this tape keeps for backward (each array counted once), leaving out the entry
+        ``excluding`` (what a budget asks: the bytes without the op it refuses)."""
+        seen, total = set(), 0
+        for e in self._entries:
+            rec = e.rec
+            if rec is None or e is excluding:
+                continue
+            for a in (*rec[SAVED], rec[ANS]):
+                if is_array(a) and id(a) not in seen:
+                    seen.add(id(a))
+                    total += nbytes(a)
+        return total
+
+    def __repr__(self) -> str:
+        return f"<Tape {self.state}, {len(self)} entries, persistent={self.persistent}>"
+
+    # -- recording ----------------------------------------------------------------------------------
+    def _compact(self) -> None:
+        # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
+        if self._replays:  # a replay is walking the list by index
+            return
+        entries = self._entries
+        entries[:] = [e for e in entries if e.rec is not None]
+        self._compact_at = max(1024, 2 * len(entries))
+
+    # -- replay and release -------------------------------------------------------------------------
+    def backward(self, target: Tensor, gradient=None, *, create_graph: bool = False, trace=False) -> None:
+        """Replay this tape from ``target`` and accumulate into ``.grad`` of the leaves (see Tensor.backward).
+
+        ``trace=True`` (or a file) prints each adjoint update as it runs (see tapegrad.debug).
+        """
+        self._check_replayable()
+        g = seed(target, gradient, "backward", differentiable=create_graph)
+        observer = self.observer(trace)
+        replay(self, [(key_of(target), g)], create_graph=create_graph, leaves=True, observer=observer)
+        if observer is not None:
+            observer.done()
+
+    def gradient(self, target, sources, output_gradients=None, *, unconnected: str = "none"):
+        """Gradients of ``target`` with respect to ``sources`` (a tensor, or nested lists/tuples/dicts of them),
+        in the same structure, without touching ``.grad``.
+
+        ``unconnected="zero"`` gives zeros instead of None for sources that took no part.
+
+        >>> import tapegrad as tg
+        >>> x = tg.Tensor(2.0, requires_grad=True)
+        >>> with tg.record() as t:
+        ...     y = x ** 3
+        >>> float(t.gradient(y, x))
+        12.0
+        """
+        if unconnected not in ("none", "zero"):
+            raise ValueError(f"gradient(): unconnected must be 'none' or 'zero', got {unconnected!r}")
+        self._check_replayable()
+        flat, spec = tree_flatten(sources, "gradient()")
+        tflat = _targets(target)
+        gflat = (
+            [None] * len(tflat)
+            if output_gradients is None
+            else ([output_gradients] if isinstance(target, Tensor) else list(output_gradients))
+        )
+        if len(gflat) != len(tflat):
+            raise ValueError("gradient(): output_gradients must match target in structure")
+        create_graph = bool(ACTIVE.get())  # run while an outer tape records: differentiable again
+        roots = [(key_of(t), seed(t, g, "gradient", differentiable=create_graph)) for t, g in zip(tflat, gflat)]
+        wanted = {}
+        for s in flat:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
+            wanted[key_of(s)] = None
+        found = replay(
+            self, roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
+        )
+        out = []
+        for s in flat:
+            g = found.get(key_of(s))
+            if g is None and unconnected == "zero":
+                g = (backend_of(s._data) or NUMPY).xp.zeros_like(s._data)
+            out.append(g)
+        return tree_unflatten(spec, out)
+
+    def release(self) -> None:
+        """Free every entry and saved array now; the tape cannot be replayed afterwards."""
+        for e in self._entries:
+            e.rec = None
+        self._entries = []
+        if self._ref.state != "failed":
+            self._ref.state = "released"
+        if PENDING.get() is self:
+            PENDING.set(None)
+
+    def _check_replayable(self) -> None:
+        if self._ref.state != "recording":
+            raise TapeError(self._unusable())
+
+    def _unusable(self) -> str:
+        return _unusable(self._ref)
+
+    def _failed(self, position, op, err) -> None:
+        """A replay raised partway: free what is left and make every later use say where it failed."""
+        index = None if position is None else sum(1 for e in self._entries[:position] if e.rec is not None)
+        self._ref.failure = (index, getattr(op, "name", None), type(err).__name__)
+        self._ref.state = "failed"
+        self.release()
+        _leave_active(self)
+
+    def _consumed(self, roots) -> None:
+        """After a non-persistent replay: nothing is kept, and later uses say it was replayed."""
+        self._entries = []
+        self._ref.state = "replayed"
+        for key, _ in roots:  # a kept loss then holds a shared ref, not one per tape (88 bytes a step)
+            if key.__class__ is Node and key.tape is self._ref:
+                key.tape = REPLAYED
+        if PENDING.get() is self:
+            PENDING.set(None)
+        _leave_active(self)
+
+
+def _unusable(ref) -> str:
+    """Why the tape behind ``ref`` (alive or not) can no longer be replayed."""
+    state = ref.state
+    if state == "replayed":
+        return (
+            "backward() was already called on this tape, which freed it: a non-persistent tape can be "
+            "replayed once. Record with tg.record(persistent=True) to call backward more than once"
+        )
+    if state == "failed":
+        return _failure_message(ref.failure)
+    if state == "recording":
+        return (
+            "the tape that recorded this tensor was dropped before backward(): a tape you do not hold "
+            "is kept only until the next record() block in this context ends. Call backward() before "
+            "recording again, or hold it (`with tg.record() as t:`) and call t.backward(loss)"
+        )
+    return "this tape was released (release() was called); record the computation again"
+
+
+def _failure_message(failure) -> str:
+    index, op, err = failure
+    where = f"at entry {index} ({op})" if op is not None else "before reaching any entry"
+    return (
+        f"an earlier backward() on this tape failed {where} with {err}: the entries it had replayed are freed, "
+        "so no gradient can be computed from this tape. Record the computation again (record with "
+        "persistent=True to be able to retry a replay after an error)"
+    )
+
+
+def _leave_active(tape) -> None:
+    # Replayed (or failed) inside its own block: later ops there are not recorded on it.
+    active = ACTIVE.get()
+    if tape in active:
+        ACTIVE.set(tuple(t for t in active if t is not tape))
+        _sync_watched()
+
+
+def _targets(target) -> list:
+    if isinstance(target, Tensor):
+        return [target]
+    if isinstance(target, (list, tuple)) and all(isinstance(t, Tensor) for t in target):
+        return list(target)
+    raise TypeError(
+        f"gradient(): the target must be a tensor or a list of tensors computed on this tape, got "
+        f"{type(target).__name__}"
+    )
+
+
+def _sync_watched() -> None:
+    ids = set()
+    for t in ACTIVE.get():
+        ids.update(t._watched)
+    WATCHED.set(frozenset(ids))
+
+
+def _check_float(x, what):
+    if not is_floating(x._data):
+        raise TypeError(
+            f"{what}: a tensor of dtype {x._data.dtype} cannot carry a gradient; "
+            "convert it first, e.g. Tensor(x.numpy().astype(np.float64))"
+        )
+
+
+class stop_recording:
+    """Pause every active tape in this context for the block: ops inside are plain NumPy and keep nothing.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor(1.0, requires_grad=True)
+    >>> with tg.record():
+    ...     with tg.stop_recording():
+    ...         y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __enter__(self):
+        self._saved = (ACTIVE.get(), WATCHED.get())
+        ACTIVE.set(())
+        WATCHED.set(frozenset())
+        return self
+
+    def __exit__(self, *exc):
+        active, watched = self._saved
+        ACTIVE.set(active)
+        WATCHED.set(watched)
+
+
+class keep_pending:
+    """A block whose own tapes must not displace the tape this context keeps for a later ``loss.backward()``
+    (the tapes of transforms and recomputation): on the way out the kept tape is put back if still replayable.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor(2.0, requires_grad=True)
+    >>> with tg.record():
+    ...     y = x * x
+    >>> with keep_pending():
+    ...     _ = tg.grad(lambda v: v * v)(3.0)
+    >>> y.backward(); float(x.grad)
+    4.0
+    """
+
+    def __enter__(self):
+        self._pending = PENDING.get()
+        return self
+
+    def __exit__(self, *exc):
+        pending = self._pending
+        PENDING.set(pending if pending is not None and pending.state == "recording" else None)
+
+
+def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=False) -> None:
+    """``t.backward(...)``: replay the tape that recorded ``t`` (a leaf's own gradient is its seed)."""
+    node = t._node
+    if node is None:
+        g = seed(t, gradient, "backward")  # raises the "no tape recorded this tensor" error for constants
+        _write_grad(t, _fresh(g, t._data.dtype, 2))
+        return
+    tape = node.tape()
+    if tape is None:
+        raise TapeError(_unusable(node.tape))
+    tape.backward(t, gradient, create_graph=create_graph, trace=trace)

@@ -1,0 +1,149 @@
+"""Every exception and warning tapegrad raises, and the few helpers their messages share.
+
+This is the ground floor of the package: it imports nothing from tapegrad, so any module may raise these.
+
+>>> import tapegrad as tg
+>>> issubclass(tg.InPlaceModificationError, tg.TapeError)
+True
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+__all__ = [
+    "TapeError",
+    "InPlaceModificationError",
+    "TapeBudgetError",
+    "AnomalyError",
+    "GradcheckError",
+    "CheckpointError",
+    "TapeLeakWarning",
+    "TapeEscapeWarning",
+    "warn_once",
+    "user_frame",
+    "fmt_bytes",
+]
+
+
+class TapeError(RuntimeError):
+    """A tape was used in a way that cannot give a correct gradient."""
+
+
+class InPlaceModificationError(TapeError):
+    """A value a recorded op saved for its backward rule was changed in place before the replay."""
+
+
+class TapeBudgetError(TapeError):
+    """Recording one more op would make the tape keep more than its ``max_saved_bytes``.
+
+    Attributes: ``op`` (the op's name), ``budget``, ``saved_bytes`` (what the tape keeps without that op),
+    ``op_bytes`` (what that op would have added), ``entries`` (live entries) and ``largest``
+    (``(op name, bytes)`` of the biggest entries, largest first).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> x = tg.Tensor(np.ones(1000), requires_grad=True)
+    >>> with tg.record(max_saved_bytes=10_000) as t:
+    ...     y = tg.exp(x)                # saves its output: 8,000 bytes
+    ...     try:
+    ...         z = tg.exp(y)            # 8,000 more would cross 10,000
+    ...     except tg.TapeBudgetError as err:
+    ...         print(err.op, err.saved_bytes, err.op_bytes, err.entries)
+    exp 8000 8000 1
+    >>> len(t)   # the op that crossed the budget was not recorded
+    1
+    """
+
+    def __init__(self, message, *, op, budget, saved_bytes, op_bytes, entries, largest):
+        super().__init__(message)
+        self.op = op
+        self.budget = budget
+        self.saved_bytes = saved_bytes
+        self.op_bytes = op_bytes
+        self.entries = entries
+        self.largest = largest
+
+
+class AnomalyError(FloatingPointError):
+    """A recorded op produced, or its rule returned, NaN or infinity. ``op``, ``phase`` ("forward" or
+    "backward"), ``index`` (the entry, as ``print(t)`` numbers it), ``filename`` and ``lineno`` say where."""
+
+    def __init__(self, message, op, phase, index, filename=None, lineno=None):
+        super().__init__(message)
+        self.op, self.phase, self.index, self.filename, self.lineno = op, phase, index, filename, lineno
+
+
+class GradcheckError(AssertionError):
+    """Reverse-mode and finite-difference gradients disagree."""
+
+
+class CheckpointError(ValueError):
+    """A file is not a readable tapegrad checkpoint (truncated, corrupt, or written by something else).
+
+    >>> import os, tempfile, tapegrad as tg
+    >>> path = os.path.join(tempfile.mkdtemp(), "bad.npz")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(b"not a checkpoint")
+    >>> try:
+    ...     tg.load(path)
+    ... except tg.CheckpointError as err:
+    ...     print("refused:", "not a checkpoint" in str(err))
+    refused: True
+    """
+
+
+class TapeLeakWarning(UserWarning):
+    """A pattern that keeps recorded values alive for nothing, or cuts a gradient without saying so."""
+
+
+class TapeEscapeWarning(UserWarning):
+    """A tensor being recorded was turned into a raw NumPy array: the gradient stops there."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_warned: set = set()  # (category, file, line): each site warns once
+
+
+def user_frame(frame):
+    """The first frame outside tapegrad's own modules, walking outwards from ``frame``.
+
+    >>> import sys
+    >>> user_frame(sys._getframe()) is sys._getframe()
+    True
+    """
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return frame
+
+
+def warn_once(message: str, category: type, frame=None, filename=None, lineno=None) -> None:
+    """Warn at the user's line (``frame``, or the first frame outside tapegrad), once per category and line."""
+    if filename is None:
+        f = user_frame(frame if frame is not None else sys._getframe(1))
+        filename, lineno, module = (
+            (f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__")) if f else ("?", 0, None)
+        )
+    else:
+        module = None
+    key = (category, filename, lineno)
+    if key in _warned:
+        return
+    _warned.add(key)
+    # module=None would silence the warning: name the file's module as warnings.warn does
+    module = module or os.path.splitext(os.path.basename(filename))[0]
+    warnings.warn_explicit(message, category, filename, lineno, module=module)
+
+
+def fmt_bytes(n: int) -> str:
+    """Bytes in binary units: ``96 B``, ``1.5 KiB``, ``3.0 MiB``.
+
+    >>> fmt_bytes(96), fmt_bytes(1536)
+    ('96 B', '1.5 KiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError  # unreachable
