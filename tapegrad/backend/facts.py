@@ -69,31 +69,38 @@ def itemsize(dtype) -> int:
     return np.dtype(str(dtype).rsplit(".", 1)[-1]).itemsize  # array API dtypes are named as NumPy's
 
 
-def _dtype_backend(a):
-    return (backend_of(a) or NUMPY) if not isinstance(a, np.dtype) else NUMPY
+def _dtype_and_backend(a, like):
+    if isinstance(a, np.dtype):  # before the array test: NumPy dtypes have a shape too
+        return a, NUMPY
+    if isinstance(a, (type, str)):  # np.float64, "float32"
+        return np.dtype(a), NUMPY
+    if hasattr(a, "shape"):  # an array
+        return a.dtype, backend_of(a) or NUMPY
+    return a, (backend_of(like) if like is not None else None) or NUMPY  # another library's dtype object
 
 
-def is_floating(a) -> bool:
-    """Whether array ``a`` (or a NumPy dtype) is real or complex floating point: can it carry a gradient.
+def is_floating(a, like=None) -> bool:
+    """Whether array ``a``, or dtype ``a`` (of the library of array ``like``), is real or complex floating
+    point: whether it can carry a gradient.
 
-    >>> is_floating(np.ones(2)), is_floating(np.arange(2)), is_floating(np.dtype(np.complex64))
-    (True, False, True)
+    >>> is_floating(np.ones(2)), is_floating(np.arange(2)), is_floating(np.complex64), is_floating("int8")
+    (True, False, True, False)
     """
-    dtype = a if isinstance(a, np.dtype) else a.dtype
-    return _dtype_backend(a).is_floating(dtype)
+    dtype, backend = _dtype_and_backend(a, like)
+    return backend.is_floating(dtype)
 
 
-def is_complex(a) -> bool:
-    """Whether array ``a`` (or a NumPy dtype) is complex.
+def is_complex(a, like=None) -> bool:
+    """Whether array ``a``, or dtype ``a`` (of the library of array ``like``), is complex.
 
     >>> is_complex(np.ones(2, complex)), is_complex(np.ones(2))
     (True, False)
     """
-    dtype = a if isinstance(a, np.dtype) else a.dtype
+    dtype, backend = _dtype_and_backend(a, like)
     kind = getattr(dtype, "kind", None)
     if isinstance(kind, str):
         return kind == "c"
-    return bool(_dtype_backend(a).xp.isdtype(dtype, "complex floating"))
+    return bool(backend.xp.isdtype(dtype, "complex floating"))
 
 
 def all_finite(a) -> bool:

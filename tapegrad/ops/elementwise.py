@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ..registry import defop
+from ..backend import is_floating
+from ..registry import defnondiff, defop
 
 
 def _sigmoid(x, *, xp=np):
@@ -18,13 +19,22 @@ def _sigmoid(x, *, xp=np):
 
 
 def _power_vjp_x(xp, g, ans, x, y):
-    return g * y * x ** (y - 1)
+    if not hasattr(y, "shape"):  # a number: x ** 2, x ** 0.5 (the common case)
+        return xp.zeros_like(g) if y == 0 else g * y * x ** (y - 1)
+    # x ** 0 is 1 for every x: its derivative is 0 at x = 0 too, where y * x ** (y - 1) would be 0 * inf.
+    # The base is made safe where y == 0 as well, so the second derivative has no 0 * inf either.
+    constant = y == 0
+    return xp.where(constant, 0, g * y * xp.where(constant, 1, x) ** (y - 1))
 
 
 def _power_vjp_y(xp, g, ans, x, y):
     if not hasattr(x, "shape"):  # a number as the base (2.0 ** y), in any array library
         return g * ans * (math.log(x) if x > 0 else (0.0 if x == 0 else math.nan))
     return g * ans * xp.log(xp.where(x == 0, 1, x))  # 0 ** y has d/dy = 0 for y > 0 (its limit)
+
+
+def _cast(x, dtype, *, xp=None):
+    return x.astype(dtype) if xp is None else xp.astype(x, dtype)
 
 
 def _maximum_vjp(xp, g, x, y):
@@ -77,7 +87,7 @@ where = defop("where", np.where,
 
 negative = defop("negative", np.negative, lambda xp, g, ans, x: -g,
                  doc="-x.\n\n>>> import tapegrad as tg\n>>> tg.negative(tg.Tensor([1.0]))\nTensor([-1.])")
-absolute = defop("absolute", np.absolute, lambda xp, g, ans, x: g * xp.sign(x), save="x",
+absolute = defop("absolute", np.absolute, lambda xp, g, ans, x: xp.masked(x != 0, g) * xp.sign(x), save="x",
                  doc="|x| (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.absolute(tg.Tensor([-2.0]))\nTensor([2.])")
 exp = defop("exp", np.exp, lambda xp, g, ans, x: g * ans, save="ans",
             doc="e ** x.\n\n>>> import tapegrad as tg\n>>> tg.exp(tg.Tensor([0.0]))\nTensor([1.])")
@@ -97,9 +107,8 @@ relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x:
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
-astype = defop("astype", lambda x, dtype, *, xp=None: x.astype(dtype) if xp is None else xp.astype(x, dtype),
-               lambda xp, g, ans, x, dtype: xp.astype(g, x.dtype),
-               save="x.shape", doc="Cast to dtype; the gradient is cast back.\n\n>>> import numpy as np, tapegrad as tg\n>>> tg.astype(tg.Tensor([1.0]), dtype=np.float32).dtype\ndtype('float32')")
+_astype = defop("astype", _cast, lambda xp, g, ans, x, dtype: xp.astype(g, x.dtype), save="x.shape")
+_astype_constant = defnondiff("astype_constant", _cast)
 # fmt: on
 
 
@@ -113,3 +122,17 @@ def clip(x, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise ValueError("clip: give a_min, a_max or both")
     return _clip(x, a_min=a_min, a_max=a_max)
+
+
+def astype(x, dtype):
+    """Cast to ``dtype``. Between floating dtypes it is differentiable (the gradient is cast back); a cast to an
+    integer or bool dtype is a constant, as its derivative is zero almost everywhere.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.astype(tg.Tensor([1.0]), dtype=np.float32).dtype
+    dtype('float32')
+    >>> tg.astype(tg.Tensor([1.5], requires_grad=True), dtype=np.int64).requires_grad
+    False
+    """
+    floating = is_floating(dtype, like=x._data if hasattr(x, "_data") else x)
+    return _astype(x, dtype=dtype) if floating else _astype_constant(x, dtype=dtype)
