@@ -43,7 +43,14 @@ def _rule(xp, g, ans, *vals, fn, needs, box):
             with stop_recording():  # a plain replay: the recomputation is recorded on its own tape only
                 args = [Tensor(v, requires_grad=k == 2) if k else v for v, k in zip(vals[:n], needs)]
                 return _recompute(fn, args, g, needs, box)
-        return _recompute(fn, list(vals[:n]), g, needs, box)
+        # A recorded replay: the recomputation is recorded on the replayed tape too. Its gradients are values of
+        # that tape, which outlives the nested tape below: they must find it when differentiated again.
+        home = ACTIVE.get()[-1]
+        grads = _recompute(fn, list(vals[:n]), g, needs, box)
+        for gi in grads:
+            if isinstance(gi, Tensor) and gi._node is not None:
+                gi._node.tape = home._ref
+        return grads
 
 
 def _recompute(fn, args, g, needs, extras):

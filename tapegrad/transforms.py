@@ -22,6 +22,7 @@ Contract
 from __future__ import annotations
 
 import functools
+import numbers
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -55,8 +56,9 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
         with Scope() as t:
             res, specs, xs = run(t, f, args, kwargs, nums, "grad")
             out, aux = split_aux(res, has_aux, "grad")
-            if not (isinstance(out, Tensor) or np.ndim(out) == 0):
-                raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}")
+            if not isinstance(out, (Tensor, numbers.Number, np.ndarray, np.generic)) or isinstance(out, bool):
+                hint = " (did it forget to return?)" if out is None else ""
+                raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}{hint}")
             if np.size(out) != 1:
                 raise ValueError(
                     f"grad requires a scalar output; use jacobian or vjp (f returned shape {np.shape(out)})"
@@ -207,6 +209,14 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return jacobian(jacobian(f, argnums), argnums)
 
 
+def _operand(v, dtype=None):
+    """A tangent or direction as an operand: a tensor stays a tensor (an outer tape may be differentiating
+    with respect to it), anything else becomes an array."""
+    if isinstance(v, Tensor):
+        return v if dtype is None or v.dtype == dtype else v.astype(dtype)
+    return np.asarray(v, dtype=dtype)
+
+
 def hvp(f: Callable, x, v) -> Any:
     """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
 
@@ -226,7 +236,7 @@ def hvp(f: Callable, x, v) -> Any:
         gleaves, _ = tree_flatten(g(x), "hvp")
         total = 0.0
         for gi, vi in zip(gleaves, vleaves):
-            total = total + (gi * np.asarray(vi)).sum()
+            total = total + (gi * _operand(vi)).sum()
         return total
 
     return grad(g_dot_v)(x)
@@ -260,7 +270,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
                 # J^T u, recorded on `outer` as a function of u; its VJP with the tangent t is J t.
                 vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
                 for gi, ti, x in zip(vjps, tleaves, xs):
-                    s = s + (gi * np.asarray(ti, dtype=x.dtype)).sum()
+                    s = s + (gi * _operand(ti, x.dtype)).sum()
         jts = outer.gradient(s, us, unconnected="zero") if connected(s) else [np.zeros(u.shape) for u in us]
     recording = is_recording()
     it = iter(jts)

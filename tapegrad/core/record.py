@@ -76,7 +76,7 @@ def apply(op, args, params):
         t._node = None
         return t
     if foreign is not None:
-        _foreign_input(op, foreign, active)
+        _foreign_inputs(op, srcs, top, active)
     shapes = None
     if op.broadcast:
         oshape = out.shape
@@ -143,22 +143,36 @@ def _run_monitors(tape, entry, out, active):
         raise
 
 
-def _foreign_input(op, node, active):
-    """An input recorded under a tape that is not recording now, nor nested with one that is: warn."""
-    ref = node.tape
-    for t in active:
-        r = t._ref
-        # The same tape; one nested in an active tape; or an enclosing tape (a nested tape replayed with
-        # create_graph after the blocks closed reads values of the tape around it).
-        if r is ref or any(o is r for o in ref.outer) or any(o is ref for o in r.outer):
-            return
-    state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
-    warn_once(
-        f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
-        "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
-        "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
-        TapeLeakWarning,
-    )
+def _foreign_inputs(op, srcs, top, active):
+    """Inputs recorded under a tape that is not the innermost one recording now.
+
+    Nested use (the same tape, one nested in an active tape, or an enclosing one) is fine. A gradient computed
+    with ``create_graph=True`` belongs to the tape that was replayed: the tapes recording now keep that tape
+    alive and their replays continue into it, so its gradient can be differentiated in a later block. Any other
+    value carried over from an earlier tape cannot pass a gradient back: warn.
+    """
+    for node in srcs:
+        if node.__class__ is not Node or node.tape is top:
+            continue
+        ref = node.tape
+        if any(
+            r is ref or any(o is r for o in ref.outer) or any(o is ref for o in r.outer)
+            for r in (t._ref for t in active)
+        ):
+            continue
+        earlier = ref()
+        if earlier is not None and ref.state == "recording" and earlier._differentiated:
+            for t in active:
+                t._upstream[id(earlier)] = earlier
+            continue
+        state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
+        warn_once(
+            f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
+            "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
+            "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
+            TapeLeakWarning,
+        )
+        return
 
 
 def _forward_any(op, args, datas, params):

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -39,7 +41,11 @@ __all__ = ["replay", "seed", "set_differentiable_rules", "check_saved", "key_of"
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
 _grad_lock = threading.Lock()
-_rules = {"differentiable": None}  # the namespace of tapegrad ops rules use on a recorded replay
+_rules = {"differentiable": None}
+# Tapes replayed inside their own record() block while the block is still open, in this context.
+_ended_inside: ContextVar[tuple] = ContextVar(
+    "tapegrad_ended_inside", default=()
+)  # the namespace of tapegrad ops rules use on a recorded replay
 
 
 def set_differentiable_rules(namespace) -> None:
@@ -53,11 +59,12 @@ def key_of(t: Tensor):
     return t._node if t._node is not None else t
 
 
-def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None):
+def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, leftovers=None):
     """Replay ``tape`` from ``roots`` (pairs of key and seed cotangent): see the module docstring.
 
     ``leaves``: write the leaves' gradients into ``.grad``. ``wanted``: keys whose gradients to return (as a
-    dict), without touching ``.grad``. Returns that dict, or None.
+    dict), without touching ``.grad``. Returns that dict, or None. Cotangents left for values of the earlier
+    tapes this one used (``tape._upstream``) are appended to ``leftovers``, for the caller to continue there.
     """
     entries = tape._entries
     retain = tape.persistent or create_graph  # a recorded replay reads the forward values again later
@@ -72,6 +79,9 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None):
     optional = create_graph or LIVE.n or observer is not None
     pop, get = grads.pop, grads.get
     outer_active = _record_on(tape) if create_graph else None
+    if create_graph:
+        tape._differentiated = True  # its gradients are recorded on it: later tapes may differentiate them
+    upstream = tape._upstream
     tape._replays += 1
     idx, op = None, None
     try:
@@ -121,23 +131,27 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None):
         # recorded replay this runs while the tape still records, so adding onto an existing .grad is recorded.
         while grads:
             key, g = grads.popitem()
-            if found is not None:
-                if key in wanted:  # a leaf, or a value an outer tape recorded (a node this tape never produced)
-                    leaf_hooks = getattr(key, "_hooks", None) if key.__class__ is not Node else None
-                    if leaf_hooks is not None and LIVE.n:  # a leaf's hooks see gradient() too
-                        g = run_hooks(leaf_hooks, g)
-                    dtype = g.dtype if key.__class__ is Node else key._data.dtype
-                    # Counted on a line of its own: as an argument of _fresh, g would be on the stack once
-                    # more. getrefcount's argument and our local leave 1 when nothing else holds g.
-                    refs = _getrefcount(g) - 1
-                    found[key] = g if create_graph else _fresh(g, dtype, refs)
+            if found is not None and key in wanted:
+                # A leaf, or a value an outer tape recorded (a node this tape never produced).
+                leaf_hooks = getattr(key, "_hooks", None) if key.__class__ is not Node else None
+                if leaf_hooks is not None and LIVE.n:  # a leaf's hooks see gradient() too
+                    g = run_hooks(leaf_hooks, g)
+                dtype = g.dtype if key.__class__ is Node else key._data.dtype
+                # Counted on a line of its own: as an argument of _fresh, g would be on the stack once
+                # more. getrefcount's argument and our local leave 1 when nothing else holds g.
+                refs = _getrefcount(g) - 1
+                found[key] = _keeps_its_tape(g, tape) if create_graph else _fresh(g, dtype, refs)
             elif key.__class__ is Node:
+                if upstream and leftovers is not None and id(key.tape()) in upstream:
+                    leftovers.append((key, g))
                 continue
             elif leaves and key.requires_grad:
                 if not create_graph:
                     refs = _getrefcount(g) - 1  # on its own line, as above
                     g = _fresh(g, key._data.dtype, refs)
                 _write_grad(key, g, xp if create_graph else None)
+                if create_graph:
+                    _keeps_its_tape(key.grad, tape)
             key = g = None  # a buffer handed to .grad must not stay referenced from this frame
     except BaseException as err:
         if not retain:  # the entries already replayed are freed: every later use must say so
@@ -150,6 +164,19 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None):
     if not retain:
         tape._consumed(roots)
     return found
+
+
+_kept = weakref.WeakKeyDictionary()  # node of a create_graph gradient -> the tape its value was recorded on
+
+
+def _keeps_its_tape(g, tape):
+    """A gradient recorded by a create_graph replay keeps ``tape`` alive as long as the gradient lives: it is
+    a value meant to be differentiated again, in this block or a later one (other tensors refer to their tape
+    only weakly)."""
+    node = getattr(g, "_node", None)
+    if node is not None:
+        _kept[node] = tape
+    return g
 
 
 def _rules_for(roots, create_graph):
@@ -183,9 +210,61 @@ def _optional_steps(idx, rec, node, g, grads, create_graph, observer):
         g = run_hooks(node_hooks, g)
     if create_graph:
         g, ans, vals = _as_tensors(g, ans, vals, rec[SRCS], node)
+        op = _recorded_rules(op)
     if observer is not None:  # tracing, anomaly checks: it wraps the op's rules
         op = observer(idx, rec, node, g, grads)
     return g, op, ans, vals
+
+
+class _RecordedRules:
+    """An op's rules, checked on a recorded replay: each must return a tensor (or None). A rule that returns a
+    plain array computed with ``np`` instead of ``xp`` was not recorded, so every derivative through it would be
+    silently wrong: it raises instead, naming the op."""
+
+    __slots__ = ("name", "vjps", "joint")
+
+    def __init__(self, op):
+        self.name, self.joint = op.name, op.joint
+        self.vjps = _CheckedRules(op.vjps, op.name, op.joint)
+
+
+class _CheckedRules:
+    """``rules[i]``, checked; indexed as the op's own rules are (a variadic op has one rule per argument)."""
+
+    __slots__ = ("rules", "name", "joint")
+
+    def __init__(self, rules, name, joint):
+        self.rules, self.name, self.joint = rules, name, joint
+
+    def __getitem__(self, i):
+        rule = self.rules[i]
+        return None if rule is None else _checked(rule, self.name, self.joint)
+
+
+def _checked(rule, name, joint=False):
+    def run(*args, **params):
+        out = rule(*args, **params)
+        for gi in out if joint else (out,):
+            if gi is not None and not isinstance(gi, Tensor):
+                raise TapeError(
+                    f"{name}: its rule returned a {type(gi).__name__}, not a tensor, on a recorded replay "
+                    "(create_graph=True, hessian, grad of grad): it computes with NumPy on arrays (np.cos(x), "
+                    "x.data) instead of xp (xp.cos(x)), so it is not recorded and every higher derivative through "
+                    "it would be wrong. Write the rule with xp's functions"
+                )
+        return out
+
+    return run
+
+
+_recorded_cache: dict = {}
+
+
+def _recorded_rules(op):
+    checked = _recorded_cache.get(op)
+    if checked is None:
+        checked = _recorded_cache[op] = _RecordedRules(op)
+    return checked
 
 
 def check_saved(op, vals, ans, epoch) -> None:
@@ -209,6 +288,12 @@ def seed(target, gradient, what, differentiable=False):
     if not isinstance(target, Tensor):
         raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
     if target._node is None and not target.requires_grad:
+        if ended_inside():
+            raise TapeError(
+                f"{what}() on a tensor that no tape recorded: it was computed inside a record() block whose tape "
+                "a backward() inside the same block had already replayed, which ends its recording. Call "
+                "backward() after the block, or start a new `with tg.record():` block for the next computation"
+            )
         raise TapeError(
             f"{what}() on a tensor that no tape recorded: compute it inside `with tg.record():` "
             "from tensors created with requires_grad=True (or watched with t.watch(x))"
@@ -237,6 +322,11 @@ def seed(target, gradient, what, differentiable=False):
     if g.shape != data.shape:
         raise ValueError(f"{what}(): the gradient argument has shape {g.shape} but the output has shape {data.shape}")
     return g
+
+
+def ended_inside() -> bool:
+    """Whether a record() block still open in this context had its tape replayed inside it."""
+    return bool(_ended_inside.get())
 
 
 def _seed_any(data, g):

@@ -56,15 +56,19 @@ never by reaching into its attributes:
 
 from __future__ import annotations
 
+import itertools
+
 from .._state import ACTIVE, PENDING, WATCHED, live_tapes
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
 from ..tensor import Tensor
 from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
-from .replay import _fresh, _write_grad, key_of, replay, seed
+from .replay import _ended_inside, _fresh, _write_grad, key_of, replay, seed
 
 __all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
+
+_serials = itertools.count()
 
 
 class BaseTape:
@@ -95,6 +99,9 @@ class BaseTape:
         # Empty by default, so plain recording pays one truth test per op.
         self._monitors: list = []
         self.site = None  # (file, line) where record() made it, for the dropped-tape warning
+        self._serial = next(_serials)  # creation order: a tape can only use values of tapes made before it
+        self._differentiated = False  # replayed with create_graph: its gradients are values later tapes may use
+        self._upstream: dict = {}  # such tapes whose values this one used: kept alive, replays continue into them
         live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
 
     # -- the context manager ------------------------------------------------------------------------
@@ -112,6 +119,8 @@ class BaseTape:
         # try/finally semantics: whatever happened in the block, this tape stops recording here.
         ACTIVE.set(tuple(t for t in ACTIVE.get() if t is not self))
         _sync_watched()
+        if self in _ended_inside.get():
+            _ended_inside.set(tuple(t for t in _ended_inside.get() if t is not self))
         if self._ref.state == "recording":
             PENDING.set(self)
 
@@ -220,7 +229,7 @@ class BaseTape:
         self._check_replayable()
         g = seed(target, gradient, "backward", differentiable=create_graph)
         observer = self.observer(trace)
-        replay(self, [(key_of(target), g)], create_graph=create_graph, leaves=True, observer=observer)
+        self._replay([(key_of(target), g)], create_graph=create_graph, leaves=True, observer=observer)
         if observer is not None:
             observer.done()
 
@@ -256,8 +265,8 @@ class BaseTape:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
             wanted[key_of(s)] = None
-        found = replay(
-            self, roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
+        found = self._replay(
+            roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
         )
         out = []
         for s in flat:
@@ -267,11 +276,43 @@ class BaseTape:
             out.append(g)
         return tree_unflatten(spec, out)
 
+    def _replay(self, roots, *, create_graph, leaves, wanted=None, observer=None):
+        """Replay this tape, then the earlier tapes whose create_graph gradients it used, each once, latest
+        first (a tape only uses values of tapes made before it), with the cotangents that reached them."""
+        queue = {self: list(roots)}
+        found_all = {} if wanted is not None else None
+        while queue:
+            tape = max(queue, key=lambda t: t._serial)
+            leftovers: list = []
+            found = replay(
+                tape,
+                queue.pop(tape),
+                create_graph=create_graph,
+                leaves=leaves,
+                wanted=wanted,
+                observer=observer if tape is self else tape.observer(False),
+                leftovers=leftovers,
+            )
+            for key, g in (found or {}).items():
+                old = found_all.get(key)
+                found_all[key] = g if old is None else old + g
+            for key, g in leftovers:
+                earlier = key.tape()
+                if earlier is None or earlier.state != "recording":
+                    raise TapeError(
+                        "a gradient reached a value computed on an earlier tape, from a gradient recorded with "
+                        "create_graph=True, but that tape was replayed or released since: "
+                        + (_unusable(key.tape) if earlier is None else earlier._unusable())
+                    )
+                queue.setdefault(earlier, []).append((key, g))
+        return found_all
+
     def release(self) -> None:
         """Free every entry and saved array now; the tape cannot be replayed afterwards."""
         for e in self._entries:
             e.rec = None
         self._entries = []
+        self._upstream = {}
         if self._ref.state != "failed":
             self._ref.state = "released"
         if PENDING.get() is self:
@@ -295,6 +336,7 @@ class BaseTape:
     def _consumed(self, roots) -> None:
         """After a non-persistent replay: nothing is kept, and later uses say it was replayed."""
         self._entries = []
+        self._upstream = {}
         self._ref.state = "replayed"
         for key, _ in roots:  # a kept loss then holds a shared ref, not one per tape (88 bytes a step)
             if key.__class__ is Node and key.tape is self._ref:
@@ -339,6 +381,7 @@ def _leave_active(tape) -> None:
     if tape in active:
         ACTIVE.set(tuple(t for t in active if t is not tape))
         _sync_watched()
+        _ended_inside.set(_ended_inside.get() + (tape,))  # so that an error about a later op can say why
 
 
 def _targets(target) -> list:
