@@ -19,10 +19,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
 from contextvars import ContextVar
+
+import numpy as np
 
 from .backend import memory_root
 from .errors import TapeEscapeWarning, user_frame, warn_once
@@ -41,6 +44,8 @@ __all__ = [
     "version_of",
     "warn_escape",
 ]
+
+_NUMPY = os.path.dirname(np.__file__) + os.sep
 
 ACTIVE: ContextVar[tuple] = ContextVar("tapegrad_active", default=())  # the active tapes, innermost last
 WATCHED: ContextVar[frozenset] = ContextVar("tapegrad_watched", default=frozenset())  # ids watched by them
@@ -121,16 +126,20 @@ def modified_since(array, epoch: int) -> bool:
     return version_of(array) > epoch
 
 
-def warn_escape(how: str) -> None:
-    """A recorded tensor's array was taken out (``np.asarray(t)``, ``t.numpy()``) while a tape records: warn at
-    the user's line that gradients stop there. tapegrad's own code steps outside on purpose and is not warned."""
+def warn_escape(how: str, frame=None, message: str | None = None) -> None:
+    """A recorded tensor's value leaves the tape (``np.asarray(t)``, ``t.numpy()``, ``Tensor(t)``) while a tape
+    records: warn at the user's line (``frame``, by default the caller's caller) that gradients stop there.
+    tapegrad's own code steps outside on purpose and is not warned."""
     if not ACTIVE.get():
         return
-    f = sys._getframe(2)
-    if user_frame(f) is not f:
+    f = frame if frame is not None else sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_NUMPY):  # np.linalg.solve(t): the caller's line
+        f = f.f_back
+    if f is None or user_frame(f) is not f:
         return
     warn_once(
-        f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
+        message
+        or f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
         "what is computed from it. Use tapegrad ops to stay on the tape, or `x.data` to step outside on purpose",
         TapeEscapeWarning,
         f,

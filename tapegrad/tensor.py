@@ -12,6 +12,7 @@ this module imports nothing of the engine.
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
@@ -46,6 +47,8 @@ class Tensor:
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
         if isinstance(data, Tensor):
+            if data._node is not None or data.requires_grad:
+                _warn_new_leaf()
             data = data._data
         array = _as_array(data, dtype)
         if requires_grad and not is_floating(array):
@@ -223,6 +226,18 @@ def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = Non
     (2,)
     """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
+
+
+def _warn_new_leaf():
+    f = sys._getframe(2)
+    if f.f_code is tensor.__code__:  # tg.tensor(t): the user's line is one further out
+        f = f.f_back
+    warn_escape(
+        "Tensor(t)",
+        f,
+        "Tensor(t) of a tensor being recorded makes a new leaf: gradients do not flow back through it into t. "
+        "Use t itself to stay on the tape, or t.detach() to cut the gradient on purpose",
+    )
 
 
 def _as_array(data, dtype):
