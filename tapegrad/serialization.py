@@ -31,10 +31,18 @@ __all__ = ["save", "load", "CheckpointError"]
 _HEADER = "__tapegrad__"
 _FORMAT = "tapegrad-checkpoint"
 _VERSION = 1
+_MAX_DEPTH = 500  # state dicts nest a few levels; a structure this deep is damage, or refers to itself
 
 
-def _encode(obj, arrays: dict, where: str):
-    """The JSON description of ``obj``; arrays go to ``arrays`` and are referred to by name."""
+def _encode(obj, arrays: dict, where: str, path=()):
+    """The JSON description of ``obj``; arrays go to ``arrays`` and are referred to by name. ``path`` holds the
+    ids of the containers above ``obj``, to refuse one that contains itself."""
+    if isinstance(obj, (dict, list, tuple)):
+        if id(obj) in path:
+            raise ValueError(f"save: {where} contains itself; checkpoints hold trees, not cycles")
+        if len(path) >= _MAX_DEPTH:
+            raise ValueError(f"save: {where} is nested more than {_MAX_DEPTH} levels deep; flatten it first")
+        path = (*path, id(obj))
     if isinstance(obj, Tensor):
         obj = obj.data
     if isinstance(obj, (np.ndarray, np.generic)):
@@ -55,18 +63,20 @@ def _encode(obj, arrays: dict, where: str):
         for k, v in obj.items():
             if isinstance(k, bool) or not isinstance(k, (str, int)):
                 raise TypeError(f"save: {where} has a key {k!r} of type {type(k).__name__}; keys must be str or int")
-            items.append([k, _encode(v, arrays, f"{where}[{k!r}]")])
+            items.append([k, _encode(v, arrays, f"{where}[{k!r}]", path)])
         return {"dict": items}
     if isinstance(obj, (list, tuple)):
         kind = "list" if isinstance(obj, list) else "tuple"
-        return {kind: [_encode(v, arrays, f"{where}[{i}]") for i, v in enumerate(obj)]}
+        return {kind: [_encode(v, arrays, f"{where}[{i}]", path) for i, v in enumerate(obj)]}
     raise TypeError(
         f"save: {where} is a {type(obj).__name__}; checkpoints hold dicts, lists, tuples, arrays, numbers, "
         "strings, booleans and None (save model.state_dict(), not the model)"
     )
 
 
-def _decode(desc, arrays):
+def _decode(desc, arrays, depth=0):
+    if depth > _MAX_DEPTH:
+        raise ValueError(f"the structure is nested more than {_MAX_DEPTH} levels deep")
     if not isinstance(desc, dict) or len(desc) not in (1, 2):
         raise ValueError(f"bad structure entry {desc!r:.80}")
     if "array" in desc:
@@ -89,12 +99,12 @@ def _decode(desc, arrays):
         for k, v in body:
             if isinstance(k, bool) or not isinstance(k, (str, int)):
                 raise ValueError(f"bad key {k!r:.80}")
-            out[k] = _decode(v, arrays)
+            out[k] = _decode(v, arrays, depth + 1)
         return out
     if kind == "list":
-        return [_decode(v, arrays) for v in body]
+        return [_decode(v, arrays, depth + 1) for v in body]
     if kind == "tuple":
-        return tuple(_decode(v, arrays) for v in body)
+        return tuple(_decode(v, arrays, depth + 1) for v in body)
     raise ValueError(f"unknown structure kind {kind!r:.40}")
 
 
@@ -127,7 +137,8 @@ def save(obj, path: str | os.PathLike) -> None:
     header = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": desc}).encode()
     members = {_HEADER: np.frombuffer(header, dtype=np.uint8), **arrays}
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    prefix = f"{os.path.basename(path)}.{os.getpid()}."  # the writer's pid: a killed save's file can be found
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         os.chmod(tmp, _file_mode(path))  # mkstemp makes the file private; a checkpoint gets the usual mode
         with os.fdopen(fd, "wb") as f:
@@ -141,6 +152,7 @@ def save(obj, path: str | os.PathLike) -> None:
         except OSError:
             pass
         raise
+    _remove_abandoned(directory, os.path.basename(path))
     try:  # make the rename itself durable; not every platform lets a directory be opened
         dir_fd = os.open(directory, os.O_RDONLY)
     except OSError:
@@ -151,6 +163,43 @@ def save(obj, path: str | os.PathLike) -> None:
         pass
     finally:
         os.close(dir_fd)
+
+
+def _remove_abandoned(directory: str, name: str) -> None:
+    """Delete the temporary files of saves to ``name`` whose process died before finishing (killed mid-save)."""
+    for entry in os.listdir(directory):
+        parts = entry[len(name) + 1 :].split(".") if entry.startswith(name + ".") and entry.endswith(".tmp") else []
+        if len(parts) != 3 or not parts[0].isdigit():
+            continue
+        pid = int(parts[0])
+        if pid == os.getpid():
+            continue  # this process: a save still running in another thread
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join(directory, entry))
+            except OSError:
+                pass
+        except OSError:  # the process exists (owned by someone else): leave its file
+            pass
+
+
+def _check_sizes(path: str) -> None:
+    """Refuse a member whose header declares more data than the member holds, before anything is allocated."""
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            with zf.open(info) as f:
+                major, _ = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(f)
+                needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                held = info.file_size - f.tell()
+            if needed > held:
+                raise CheckpointError(
+                    f"{path}: member {info.filename!r} declares an array of shape {shape} ({needed:,} bytes) but "
+                    f"holds {held:,} bytes: the file is damaged or was crafted"
+                )
 
 
 def load(path: str | os.PathLike):
@@ -170,12 +219,13 @@ def load(path: str | os.PathLike):
         npz = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise
-    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as err:
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError, MemoryError) as err:
         raise CheckpointError(f"{path} is truncated, corrupt or not a checkpoint: {err}") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise CheckpointError(f"{path} holds a single NumPy array (.npy), not a tapegrad checkpoint")
     try:
         with npz:
+            _check_sizes(path)
             if _HEADER not in npz.files:
                 raise CheckpointError(
                     f"{path} is an .npz file but not a tapegrad checkpoint (no {_HEADER} entry); "
@@ -184,7 +234,7 @@ def load(path: str | os.PathLike):
             arrays = {name: npz[name] for name in npz.files}  # reads every member, checking its CRC
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, EOFError, ValueError, OSError, KeyError) as err:
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError, KeyError, MemoryError) as err:
         raise CheckpointError(f"{path} is truncated, corrupt or not a checkpoint: {err}") from None
     try:
         raw = arrays.pop(_HEADER)
@@ -196,6 +246,6 @@ def load(path: str | os.PathLike):
         if header.get("version") != _VERSION:
             raise ValueError(f"version {header.get('version')!r}; this tapegrad reads version {_VERSION}")
         obj = _decode(header["tree"], arrays)
-    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError, RecursionError) as err:
         raise CheckpointError(f"{path}: its structure description is not valid: {err}") from None
     return obj
