@@ -15,7 +15,10 @@ from ._state import current, is_recording
 from .budget import install_budget
 from .core import BaseTape, stop_recording
 from .debug import (
+    ChecksumObserver,
+    SavedChecksums,
     anomaly_enabled,
+    checking_saved,
     dropped_unreplayed,
     find_nonfinite,
     format_tape,
@@ -81,13 +84,31 @@ class Tape(BaseTape):
 
     # The extension interface: tracing and anomaly checks observe the replay; a forgotten backward warns.
     def observer(self, trace):
+        # Checked once per replay: a plain replay never pays for them.
         anomaly = anomaly_enabled(self)
-        if trace or anomaly:  # checked once per replay: a plain replay never pays for them
-            return replay_observer(self, trace, anomaly)
-        return None
+        observers = [ChecksumObserver(self)] if checking_saved(self) else []
+        if trace or anomaly:
+            observers.append(replay_observer(self, trace, anomaly))  # last: it wraps the rules the replay runs
+        return observers[0] if len(observers) == 1 else (_Observers(observers) if observers else None)
 
     def on_drop(self) -> None:
         dropped_unreplayed(self)
+
+
+class _Observers:
+    """Several observers of one replay, in order; the last one's op is the one the replay runs."""
+
+    def __init__(self, observers):
+        self.observers = observers
+
+    def __call__(self, idx, rec, node, g, grads):
+        for observer in self.observers:
+            op = observer(idx, rec, node, g, grads)
+        return op
+
+    def done(self) -> None:
+        for observer in self.observers:
+            observer.done()
 
 
 def record(
@@ -96,6 +117,7 @@ def record(
     detect_anomaly: bool = False,
     track_source: bool = False,
     max_saved_bytes: int | None = None,
+    check_saved: bool = False,
 ) -> Tape:
     """Start recording on a new tape: ``with tg.record() as t: ...``.
 
@@ -104,7 +126,9 @@ def record(
     reports show them); ``detect_anomaly=True`` also raises at the first NaN or infinity, forward or backward,
     naming the op and that line (see :mod:`tapegrad.debug`). ``max_saved_bytes`` caps what the tape may keep
     for backward: the op that would cross it raises :class:`~tapegrad.errors.TapeBudgetError` and is not
-    recorded (see :mod:`tapegrad.budget`).
+    recorded (see :mod:`tapegrad.budget`). ``check_saved=True`` (on with ``detect_anomaly`` too) keeps a checksum
+    of every saved array and verifies it at replay, catching writes tapegrad cannot see, such as
+    ``x.data[0] = 1`` (see :mod:`tapegrad.debug.checksums`).
 
     >>> import tapegrad as tg
     >>> w = tg.Tensor([1.0, -1.0], requires_grad=True)
@@ -119,4 +143,6 @@ def record(
     anomaly = detect_anomaly or ANOMALY.get()
     if anomaly or track_source:
         instrument(t, anomaly=anomaly)
+    if anomaly or check_saved:
+        t.add_monitor(SavedChecksums())
     return t

@@ -5,6 +5,8 @@
 - ``loss.backward(trace=True)``: the replay as adjoint updates (:mod:`tapegrad.debug.trace`).
 - ``record(detect_anomaly=True)``, :class:`detect_anomaly`, ``t.find_nonfinite()``: NaN provenance
   (:mod:`tapegrad.debug.anomaly`).
+- ``record(check_saved=True)``: checksums of saved arrays, against writes tapegrad cannot see
+  (:mod:`tapegrad.debug.checksums`).
 - :class:`TapeLeakWarning`, :class:`TapeEscapeWarning`, :func:`live_tapes`: leak sentinels
   (:mod:`tapegrad.debug.sentinels`). Drawing is in :mod:`tapegrad.viz`.
 
@@ -25,6 +27,7 @@ from .anomaly import (
     find_nonfinite,
     instrument,
 )
+from .checksums import ChecksumObserver, SavedChecksums, checking_saved
 from .memory import memory_report, stats
 from .reading import format_tape
 from .sentinels import LiveTape, TapeEscapeWarning, TapeLeakWarning, dropped_unreplayed, live_tapes, set_leak_threshold
@@ -42,6 +45,9 @@ __all__ = [
     "instrument",
     "SourceTracker",
     "replay_observer",
+    "SavedChecksums",
+    "ChecksumObserver",
+    "checking_saved",
     "dropped_unreplayed",
     "TapeLeakWarning",
     "TapeEscapeWarning",

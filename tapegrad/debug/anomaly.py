@@ -33,15 +33,37 @@ from ..errors import AnomalyError, user_frame
 from ..tensor import Tensor
 from .reading import _call, analyse
 
-__all__ = ["AnomalyError", "detect_anomaly", "find_nonfinite", "Nonfinite", "instrument", "anomaly_enabled"]
+__all__ = [
+    "AnomalyError",
+    "detect_anomaly",
+    "find_nonfinite",
+    "Nonfinite",
+    "instrument",
+    "anomaly_enabled",
+    "Info",
+    "info_of",
+]
 
 ANOMALY: ContextVar[bool] = ContextVar("tapegrad_anomaly", default=False)  # inside detect_anomaly()
 
 
 class Info:
-    """What a tracked entry knows beyond its record: the user's file and line, and its output's shape and dtype."""
+    """What a tool noted about an entry beyond its record (``entry.info``): the user's file and line and its
+    output's shape and dtype (source tracking), checksums of its saved arrays (``check_saved``)."""
 
-    __slots__ = ("file", "line", "func", "shape", "dtype")
+    __slots__ = ("file", "line", "func", "shape", "dtype", "checksums")
+
+    def __init__(self):
+        self.file = self.func = self.shape = self.dtype = self.checksums = None
+        self.line = 0
+
+
+def info_of(entry) -> Info:
+    """The entry's :class:`Info`, made on first use."""
+    info = getattr(entry, "info", None)
+    if info is None:
+        info = entry.info = Info()
+    return info
 
     def __repr__(self) -> str:
         return f"Info({os.path.basename(self.file)}:{self.line}, {self.shape}, {self.dtype})"
@@ -58,11 +80,10 @@ class SourceTracker:
 
     def __call__(self, tape, entry, out):
         f = user_frame(sys._getframe(1))
-        info = Info()
+        info = info_of(entry)
         info.file, info.line, info.func = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name) if f else ("?", 0, "?")
         data = out._data
         info.shape, info.dtype = tuple(data.shape), data.dtype
-        entry.info = info
         if (self.anomaly or ANOMALY.get()) and is_floating(data) and not all_finite(data):
             index = len(tape) - 1
             op = entry.rec[OP].name
@@ -107,7 +128,7 @@ def _what(data) -> str:
 
 
 def _at(info) -> str:
-    if info is None:
+    if info is None or info.file is None:
         return "an unknown line (record with track_source=True or detect_anomaly=True to know it)"
     code = linecache.getline(info.file, info.line).strip()
     return f"{info.file}:{info.line} in {info.func}()" + (f": `{code}`" if code else "")

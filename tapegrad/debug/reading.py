@@ -31,7 +31,7 @@ class Row:
     @property
     def where(self) -> str:
         info = getattr(self.entry, "info", None)
-        return f"{os.path.basename(info.file)}:{info.line}" if info is not None else ""
+        return f"{os.path.basename(info.file)}:{info.line}" if info is not None and info.file is not None else ""
 
     @property
     def bytes(self) -> int:
@@ -79,7 +79,7 @@ def analyse(tape) -> list[Row]:
         if node is not None:
             names[node] = f"t{k}"
         info = getattr(e, "info", None)
-        if info is not None and node is not None:
+        if info is not None and info.shape is not None and node is not None:
             known[node] = (info.shape, info.dtype)
         elif rec[ANS] is not None and node is not None:
             known[node] = (tuple(rec[ANS].shape), rec[ANS].dtype)
