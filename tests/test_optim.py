@@ -470,7 +470,7 @@ def test_every_hyperparameter_is_checked_by_the_one_table():
     w = tg.Tensor([1.0], requires_grad=True)
     for make in ALL_OPTIMIZERS + [lambda ps: optim.LBFGS(ps)]:
         opt = make([w])
-        assert set(opt.defaults) <= set(optim.optimizer.HYPERPARAMETERS), type(opt).__name__
+        assert set(opt.defaults) <= set(optim.hyperparameters.HYPERPARAMETERS), type(opt).__name__
 
 
 @pytest.mark.parametrize(

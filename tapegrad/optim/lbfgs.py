@@ -13,106 +13,18 @@ the closure raises, the parameters are put back as they were and the state is un
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, _checked_array, _is_number, _shown
+from .hyperparameters import checked_array, is_number, shown
+from .line_search import strong_wolfe
+from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
 
 _STATE_KEYS = ("func_evals", "n_iter", "d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", "prev_loss")
-
-
-def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None) -> float:
-    """The minimiser of the cubic through two points with their values and slopes, clipped to ``bounds``."""
-    xmin_bound, xmax_bound = bounds if bounds is not None else ((x1, x2) if x1 <= x2 else (x2, x1))
-    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
-    d2_square = d1**2 - g1 * g2
-    if d2_square >= 0:
-        d2 = math.sqrt(d2_square)
-        if x1 <= x2:
-            min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
-        else:
-            min_pos = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
-        return min(max(min_pos, xmin_bound), xmax_bound)
-    return (xmin_bound + xmax_bound) / 2.0
-
-
-def _strong_wolfe(obj_func, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9, max_ls=25):
-    """A step ``t`` along ``d`` meeting the strong Wolfe conditions: ``(loss, flat_grad, t, evaluations)``."""
-    d_norm = float(np.abs(d).max())
-    f_new, g_new = obj_func(t, d)
-    ls_func_evals = 1
-    gtd_new = float(g_new.dot(d))
-
-    # bracket an interval containing a point satisfying the Wolfe criteria
-    t_prev, f_prev, g_prev, gtd_prev = 0, f, g, gtd
-    done = False
-    ls_iter = 0
-    while ls_iter < max_ls:
-        if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
-            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
-            break
-        if abs(gtd_new) <= -c2 * gtd:
-            bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
-            done = True
-            break
-        if gtd_new >= 0:
-            bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
-            break
-        min_step = t + 0.01 * (t - t_prev)
-        max_step = t * 10
-        tmp = t
-        t = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
-        t_prev, f_prev, g_prev, gtd_prev = tmp, f_new, g_new, gtd_new
-        f_new, g_new = obj_func(t, d)
-        ls_func_evals += 1
-        gtd_new = float(g_new.dot(d))
-        ls_iter += 1
-    if ls_iter == max_ls:  # reached the maximum number of iterations
-        bracket, bracket_f, bracket_g = [0, t], [f, f_new], [g, g_new]
-
-    # zoom: refine the bracket until a point meets the conditions
-    insuf_progress = False
-    low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
-    while not done and ls_iter < max_ls:
-        if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
-            break
-        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
-        # too close to an end of the bracket, or no progress last time: move 0.1 of its length inside
-        eps = 0.1 * (max(bracket) - min(bracket))
-        if min(max(bracket) - t, t - min(bracket)) < eps:
-            if insuf_progress or t >= max(bracket) or t <= min(bracket):
-                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) else min(bracket) + eps
-                insuf_progress = False
-            else:
-                insuf_progress = True
-        else:
-            insuf_progress = False
-        f_new, g_new = obj_func(t, d)
-        ls_func_evals += 1
-        gtd_new = float(g_new.dot(d))
-        ls_iter += 1
-        if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low_pos]:
-            # Armijo condition not met, or not below the lowest point: the new point is the high end
-            bracket[high_pos], bracket_f[high_pos] = t, f_new
-            bracket_g[high_pos], bracket_gtd[high_pos] = g_new, gtd_new
-            low_pos, high_pos = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
-        else:
-            if abs(gtd_new) <= -c2 * gtd:
-                done = True
-            elif gtd_new * (bracket[high_pos] - bracket[low_pos]) >= 0:
-                bracket[high_pos] = bracket[low_pos]  # the old low end becomes the high end
-                bracket_f[high_pos], bracket_g[high_pos] = bracket_f[low_pos], bracket_g[low_pos]
-                bracket_gtd[high_pos] = bracket_gtd[low_pos]
-            bracket[low_pos], bracket_f[low_pos] = t, f_new
-            bracket_g[low_pos], bracket_gtd[low_pos] = g_new, gtd_new
-    return bracket_f[low_pos], bracket_g[low_pos], bracket[low_pos], ls_func_evals
 
 
 class LBFGS(Optimizer):
@@ -281,7 +193,7 @@ class LBFGS(Optimizer):
                     self._set_params(x_init)
                     return value, grad
 
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                loss, flat_grad, t, ls_func_evals = strong_wolfe(
                     obj_func, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals
                 )
                 self._add_grad(t, d)
@@ -319,22 +231,22 @@ class LBFGS(Optimizer):
             what = f"{where}: '{key}'"
             if key in ("func_evals", "n_iter"):
                 if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
-                    raise ValueError(f"{what} must be an integer count >= 0, got {_shown(value)}")
+                    raise ValueError(f"{what} must be an integer count >= 0, got {shown(value)}")
                 out[key] = int(value)
             elif key in ("d", "prev_flat_grad"):
-                out[key] = None if value is None else _checked_array(value, (n,), dtype, what)
+                out[key] = None if value is None else checked_array(value, (n,), dtype, what)
             elif key in ("t", "H_diag", "prev_loss"):
-                if not (value is None or _is_number(value)):
-                    raise ValueError(f"{what} must be a number or None, got {_shown(value)}")
+                if not (value is None or is_number(value)):
+                    raise ValueError(f"{what} must be a number or None, got {shown(value)}")
                 out[key] = None if value is None else float(value)
             elif key == "ro":
-                if not (isinstance(value, (list, tuple)) and all(_is_number(v) for v in value)):
+                if not (isinstance(value, (list, tuple)) and all(is_number(v) for v in value)):
                     raise ValueError(f"{what} must be a list of numbers")
                 out[key] = [float(v) for v in value]
             else:
                 if not isinstance(value, (list, tuple)):
                     raise ValueError(f"{what} must be a list of arrays")
-                out[key] = [_checked_array(v, (n,), dtype, f"{what}[{i}]") for i, v in enumerate(value)]
+                out[key] = [checked_array(v, (n,), dtype, f"{what}[{i}]") for i, v in enumerate(value)]
         if not len(out.get("old_dirs", [])) == len(out.get("old_stps", [])) == len(out.get("ro", [])):
             raise ValueError(f"{where}: 'old_dirs', 'old_stps' and 'ro' must have the same length")
         return out

@@ -35,72 +35,17 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from ..tensor import Tensor
+from .hyperparameters import (
+    HYPERPARAMETERS,
+    SCHEDULE_KEYS,
+    checked_array,
+    is_flag,
+    is_number,
+    param_index,
+    shown,
+)
 
-__all__ = ["Optimizer", "HYPERPARAMETERS", "SCHEDULE_KEYS"]
-
-# Values that learning-rate schedules keep in a parameter group beside its hyperparameters.
-SCHEDULE_KEYS = ("initial_lr", "max_lr", "min_lr", "max_momentum", "base_momentum")
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-
-
-def _nonnegative(v) -> bool:
-    return _is_number(v) and v >= 0  # False for NaN
-
-
-def _unit(v) -> bool:
-    return _is_number(v) and 0 <= v <= 1
-
-
-def _betas(v) -> bool:
-    return isinstance(v, (tuple, list)) and len(v) == 2 and all(_is_number(b) and 0 <= b < 1 for b in v)
-
-
-def _flag(v) -> bool:
-    return isinstance(v, (bool, np.bool_))
-
-
-def _positive_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not _flag(v) and v >= 1
-
-
-# name -> (what it must be, the check). One table for every optimizer, so a name means one thing everywhere.
-HYPERPARAMETERS: dict[str, tuple[str, Callable]] = {
-    "lr": ("a number >= 0", _nonnegative),
-    "momentum": ("a number >= 0", _nonnegative),
-    "dampening": ("a number", _is_number),
-    "weight_decay": ("a number >= 0", _nonnegative),
-    "eps": ("a number >= 0", _nonnegative),
-    "betas": ("two numbers in [0, 1)", _betas),
-    "alpha": ("a number in [0, 1]", _unit),
-    "rho": ("a number in [0, 1]", _unit),
-    "lr_decay": ("a number >= 0", _nonnegative),
-    "initial_accumulator_value": ("a number >= 0", _nonnegative),
-    "momentum_decay": ("a number >= 0", _nonnegative),
-    "max_iter": ("an integer >= 1", _positive_int),
-    "max_eval": ("an integer >= 1", _positive_int),
-    "history_size": ("an integer >= 1", _positive_int),
-    "tolerance_grad": ("a number >= 0", _nonnegative),
-    "tolerance_change": ("a number >= 0", _nonnegative),
-    "line_search_fn": ("None or 'strong_wolfe'", lambda v: v is None or v == "strong_wolfe"),
-    "nesterov": ("True or False", _flag),
-    "amsgrad": ("True or False", _flag),
-    "centered": ("True or False", _flag),
-    "maximize": ("True or False", _flag),
-    "decoupled_weight_decay": ("True or False", _flag),
-    "initial_lr": ("a number >= 0", _nonnegative),
-    "max_lr": ("a number >= 0", _nonnegative),
-    "min_lr": ("a number >= 0", _nonnegative),
-    "max_momentum": ("a number", _is_number),
-    "base_momentum": ("a number", _is_number),
-}
-
-
-def _shown(value) -> str:
-    plain = _is_number(value) or value is None or isinstance(value, tuple)
-    return repr(value) if plain else f"{value!r} (a {type(value).__name__})"
+__all__ = ["Optimizer"]
 
 
 def _lerp(start: np.ndarray, end: np.ndarray, weight: float) -> np.ndarray:
@@ -126,12 +71,6 @@ def _copied(value):
     if isinstance(value, list):
         return [_copied(v) for v in value]
     return value
-
-
-def _index(key, where: str) -> int:
-    if isinstance(key, numbers.Integral) and not _flag(key):
-        return int(key)
-    raise ValueError(f"{where}: parameters are named by their integer position, got {key!r}")
 
 
 class Optimizer:
@@ -208,10 +147,10 @@ class Optimizer:
                 continue
             must, ok = HYPERPARAMETERS.get(key, ("", lambda v: True))  # a subclass checks its own extras
             if not ok(value):
-                raise ValueError(f"{where}: {key} must be {must}, got {_shown(value)}")
+                raise ValueError(f"{where}: {key} must be {must}, got {shown(value)}")
             if key == "betas":
                 group[key] = tuple(value)
-            elif _flag(value):
+            elif is_flag(value):
                 group[key] = bool(value)
 
     # -- stepping -----------------------------------------------------------------------------------------
@@ -363,7 +302,7 @@ class Optimizer:
                     f"{len(mine['params'])} here"
                 )
             for key, p in zip(saved["params"], mine["params"]):
-                k = _index(key, where)
+                k = param_index(key, where)
                 if k in by_index:
                     raise ValueError(f"{where}: parameter {k} is listed twice")
                 by_index[k] = p
@@ -375,7 +314,7 @@ class Optimizer:
         group_of = {id(p): g for g in new_groups for p in g["params"]}
         new_state = {}
         for key, saved in saved_state.items():
-            k = _index(key, where)
+            k = param_index(key, where)
             if k not in by_index:
                 raise ValueError(f"{where}: the state has an entry for parameter {k}, which no group lists")
             if not isinstance(saved, dict):
@@ -407,16 +346,16 @@ class Optimizer:
             value = saved[key]
             if isinstance(start, np.ndarray) or (start is None and value is not None):
                 shape = p.shape if start is None else start.shape
-                out[key] = _checked_array(value, shape, p.dtype, f"{where}: '{key}'")
+                out[key] = checked_array(value, shape, p.dtype, f"{where}: '{key}'")
             elif start is None:
                 out[key] = None
             elif isinstance(start, int):
-                if not (isinstance(value, numbers.Integral) and not _flag(value) and value >= 0):
-                    raise ValueError(f"{where}: '{key}' must be an integer count >= 0, got {_shown(value)}")
+                if not (isinstance(value, numbers.Integral) and not is_flag(value) and value >= 0):
+                    raise ValueError(f"{where}: '{key}' must be an integer count >= 0, got {shown(value)}")
                 out[key] = int(value)
             else:
-                if not _is_number(value):
-                    raise ValueError(f"{where}: '{key}' must be a number, got {_shown(value)}")
+                if not is_number(value):
+                    raise ValueError(f"{where}: '{key}' must be a number, got {shown(value)}")
                 out[key] = float(value)
         return out
 
@@ -428,13 +367,3 @@ class Optimizer:
                 + ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
             )
         return "\n".join(lines) + "\n)"
-
-
-def _checked_array(value, shape: tuple, dtype, where: str) -> np.ndarray:
-    """A copy of ``value`` as a numeric array of ``shape`` and ``dtype``, or a ValueError saying what is wrong."""
-    arr = np.asarray(value) if not isinstance(value, Tensor) else np.asarray(value.data)
-    if arr.dtype.kind not in "biuf":
-        raise ValueError(f"{where} must be a numeric array, got dtype {arr.dtype}")
-    if arr.shape != tuple(shape):
-        raise ValueError(f"{where} has shape {arr.shape}, expected shape {tuple(shape)}")
-    return np.array(arr, dtype=dtype)

@@ -15,11 +15,10 @@ checkpointable (``state_dict()`` / ``load_state_dict()``, storable with ``tapegr
 
 from .base import LRScheduler
 from .combine import ChainedScheduler, ReduceLROnPlateau, SequentialLR
+from .cosine import CosineAnnealingLR, CosineAnnealingWarmRestarts
 from .cyclic import CyclicLR, OneCycleLR
 from .decay import (
     ConstantLR,
-    CosineAnnealingLR,
-    CosineAnnealingWarmRestarts,
     ExponentialLR,
     LambdaLR,
     LinearLR,

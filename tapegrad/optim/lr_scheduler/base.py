@@ -20,13 +20,13 @@ from ..optimizer import Optimizer
 __all__ = ["LRScheduler"]
 
 
-def _check_optimizer(optimizer, name: str) -> Optimizer:
+def check_optimizer(optimizer, name: str) -> Optimizer:
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"{name} needs a tapegrad Optimizer, got {type(optimizer).__name__}")
     return optimizer
 
 
-def _per_group(name: str, optimizer: Optimizer, value, owner: str) -> list:
+def per_group(name: str, optimizer: Optimizer, value, owner: str) -> list:
     """``value`` for each parameter group: a list of one per group, or one value for all."""
     n = len(optimizer.param_groups)
     if isinstance(value, (list, tuple)):
@@ -36,7 +36,7 @@ def _per_group(name: str, optimizer: Optimizer, value, owner: str) -> list:
     return [value] * n
 
 
-def _count(value, name: str, owner: str, least: int = 1) -> int:
+def integer_arg(value, name: str, owner: str, least: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ValueError(f"{owner}: {name} must be an integer >= {least}, got {value!r}")
     return value
@@ -58,7 +58,7 @@ class LRScheduler:
     _not_saved: tuple = ("optimizer",)
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        self.optimizer = _check_optimizer(optimizer, type(self).__name__)
+        self.optimizer = check_optimizer(optimizer, type(self).__name__)
         for i, group in enumerate(optimizer.param_groups):
             if last_epoch == -1:
                 group.setdefault("initial_lr", group["lr"])

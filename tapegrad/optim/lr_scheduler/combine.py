@@ -10,7 +10,7 @@ import math
 from bisect import bisect_right
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _check_optimizer, _count, _per_group
+from .base import LRScheduler, check_optimizer, integer_arg, per_group
 
 __all__ = ["SequentialLR", "ChainedScheduler", "ReduceLROnPlateau"]
 
@@ -71,9 +71,9 @@ class SequentialLR(_Composite):
     """
 
     def __init__(self, optimizer: Optimizer, schedulers: list, milestones: list[int], last_epoch: int = -1):
-        self.optimizer = _check_optimizer(optimizer, "SequentialLR")
+        self.optimizer = check_optimizer(optimizer, "SequentialLR")
         schedulers = _check_members(schedulers, optimizer, "SequentialLR")
-        milestones = [_count(m, "each milestone", "SequentialLR", least=0) for m in milestones]
+        milestones = [integer_arg(m, "each milestone", "SequentialLR", least=0) for m in milestones]
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} milestone(s), got {len(milestones)}"
@@ -127,7 +127,7 @@ class ChainedScheduler(_Composite):
         schedulers = list(schedulers)
         if optimizer is None and schedulers:
             optimizer = getattr(schedulers[0], "optimizer", None)
-        self.optimizer = _check_optimizer(optimizer, "ChainedScheduler")
+        self.optimizer = check_optimizer(optimizer, "ChainedScheduler")
         self._schedulers = _check_members(schedulers, optimizer, "ChainedScheduler")
         self._last_lr = [group["lr"] for group in optimizer.param_groups]
 
@@ -167,15 +167,15 @@ class ReduceLROnPlateau(LRScheduler):
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 <= factor < 1:
             raise ValueError(f"ReduceLROnPlateau: factor must be a number in [0, 1), got {factor!r}")
         self.factor = factor
-        self.optimizer = _check_optimizer(optimizer, "ReduceLROnPlateau")
+        self.optimizer = check_optimizer(optimizer, "ReduceLROnPlateau")
         if isinstance(min_lr, (list, tuple)):
             self.default_min_lr = None
-            self.min_lrs = _per_group("min_lr", optimizer, min_lr, "ReduceLROnPlateau")
+            self.min_lrs = per_group("min_lr", optimizer, min_lr, "ReduceLROnPlateau")
         else:
             self.default_min_lr = min_lr
             self.min_lrs = [min_lr] * len(optimizer.param_groups)
-        self.patience = _count(patience, "patience", "ReduceLROnPlateau", least=0)
-        self.cooldown = _count(cooldown, "cooldown", "ReduceLROnPlateau", least=0)
+        self.patience = integer_arg(patience, "patience", "ReduceLROnPlateau", least=0)
+        self.cooldown = integer_arg(cooldown, "cooldown", "ReduceLROnPlateau", least=0)
         self.eps = eps
         self.last_epoch = 0
         self._last_lr = [group["lr"] for group in optimizer.param_groups]

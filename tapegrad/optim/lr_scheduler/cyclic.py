@@ -13,7 +13,7 @@ import types
 from collections.abc import Callable
 
 from ..optimizer import Optimizer
-from .base import LRScheduler, _check_optimizer, _count, _per_group
+from .base import LRScheduler, check_optimizer, integer_arg, per_group
 
 __all__ = ["CyclicLR", "OneCycleLR"]
 
@@ -75,14 +75,14 @@ class CyclicLR(LRScheduler):
         max_momentum: float | list[float] = 0.9,
         last_epoch: int = -1,
     ):
-        self.optimizer = _check_optimizer(optimizer, "CyclicLR")
-        base_lrs = _per_group("base_lr", optimizer, base_lr, "CyclicLR")
+        self.optimizer = check_optimizer(optimizer, "CyclicLR")
+        base_lrs = per_group("base_lr", optimizer, base_lr, "CyclicLR")
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
                 group["lr"] = lr
-        self.max_lrs = _per_group("max_lr", optimizer, max_lr, "CyclicLR")
-        up = float(_count(step_size_up, "step_size_up", "CyclicLR"))
-        down = float(_count(step_size_down, "step_size_down", "CyclicLR")) if step_size_down is not None else up
+        self.max_lrs = per_group("max_lr", optimizer, max_lr, "CyclicLR")
+        up = float(integer_arg(step_size_up, "step_size_up", "CyclicLR"))
+        down = float(integer_arg(step_size_down, "step_size_down", "CyclicLR")) if step_size_down is not None else up
         self.total_size = up + down
         self.step_ratio = up / self.total_size
         if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
@@ -95,8 +95,8 @@ class CyclicLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             self.use_beta1 = _momentum_setup(optimizer, "CyclicLR")
-            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum, "CyclicLR")
-            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum, "CyclicLR")
+            self.base_momentums = per_group("base_momentum", optimizer, base_momentum, "CyclicLR")
+            self.max_momentums = per_group("max_momentum", optimizer, max_momentum, "CyclicLR")
             if last_epoch == -1:
                 for top, bottom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
                     _set_momentum(group, top, self.use_beta1)
@@ -179,11 +179,11 @@ class OneCycleLR(LRScheduler):
         three_phase: bool = False,
         last_epoch: int = -1,
     ):
-        self.optimizer = _check_optimizer(optimizer, "OneCycleLR")
+        self.optimizer = check_optimizer(optimizer, "OneCycleLR")
         if total_steps is not None:
-            self.total_steps = _count(total_steps, "total_steps", "OneCycleLR")
+            self.total_steps = integer_arg(total_steps, "total_steps", "OneCycleLR")
         elif epochs is not None and steps_per_epoch is not None:
-            self.total_steps = _count(epochs, "epochs", "OneCycleLR") * _count(
+            self.total_steps = integer_arg(epochs, "epochs", "OneCycleLR") * integer_arg(
                 steps_per_epoch, "steps_per_epoch", "OneCycleLR"
             )
         else:
@@ -205,7 +205,7 @@ class OneCycleLR(LRScheduler):
                 _phase(float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 _phase(n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
             ]
-        max_lrs = _per_group("max_lr", optimizer, max_lr, "OneCycleLR")
+        max_lrs = per_group("max_lr", optimizer, max_lr, "OneCycleLR")
         if last_epoch == -1:
             for top, group in zip(max_lrs, optimizer.param_groups):
                 group["initial_lr"] = top / div_factor
@@ -214,8 +214,8 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             self.use_beta1 = _momentum_setup(optimizer, "OneCycleLR")
-            tops = _per_group("max_momentum", optimizer, max_momentum, "OneCycleLR")
-            bottoms = _per_group("base_momentum", optimizer, base_momentum, "OneCycleLR")
+            tops = per_group("max_momentum", optimizer, max_momentum, "OneCycleLR")
+            bottoms = per_group("base_momentum", optimizer, base_momentum, "OneCycleLR")
             if last_epoch == -1:
                 for top, bottom, group in zip(tops, bottoms, optimizer.param_groups):
                     _set_momentum(group, top, self.use_beta1)
