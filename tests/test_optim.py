@@ -592,3 +592,24 @@ def test_lbfgs_leaves_parameters_and_state_as_they_were_when_the_closure_raises(
     assert after["state"][0]["n_iter"] == before["state"][0]["n_iter"]
     with pytest.raises(TypeError, match="needs a closure"):
         opt.step(None)
+
+
+def test_clipping_under_pytorchs_names_with_non_finite_norms():
+    import tapegrad.nn.utils as utils
+
+    w = tg.Tensor(np.zeros(2), requires_grad=True)
+    w.grad = np.array([np.inf, 1.0])
+    with pytest.raises(RuntimeError, match="non-finite"):
+        utils.clip_grad_norm_([w], 1.0, error_if_nonfinite=True)
+    assert w.grad[0] == np.inf  # unchanged by the refused clip
+    total = utils.clip_grad_norm_(w, 1.0, foreach=True)  # one tensor, foreach ignored
+    assert isinstance(total, tg.Tensor) and float(total) == np.inf
+    assert np.isnan(w.grad[0]) and w.grad[1] == 0.0  # scaled by 1 / inf, as PyTorch does
+    w.grad = np.array([3.0, -4.0], dtype=np.float32)
+    total = utils.clip_grad_norm_([w], 1.0, norm_type="inf")
+    assert total.dtype == np.float32 and float(total) == 4.0 and w.grad.dtype == np.float32
+    assert float(utils.get_total_norm([np.ones(4), np.ones(5)], norm_type=1)) == 9.0
+    assert utils.clip_grad_norm_([tg.Tensor([0.0], requires_grad=True)], 1.0).item() == 0.0  # no gradients
+    with pytest.raises(ValueError, match="max_norm must be >= 0, got -1.0"):
+        utils.clip_grad_norm_([w], -1)
+    assert utils.clip_grad_norm_ is optim.clip_grad_norm_ and utils.clip_grad_value_ is optim.clip_grad_value

@@ -99,9 +99,10 @@ def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float
     coef = np.minimum(dtype.type(max_norm) / (total.astype(dtype) + dtype.type(1e-6)), dtype.type(1.0))
     if coef == 1.0:
         return  # multiplying by one changes nothing
-    for p in params:
-        g = _array(p.grad)
-        p.grad = g * g.dtype.type(coef)
+    with np.errstate(invalid="ignore"):  # an infinite gradient times a zero coefficient is NaN, as in PyTorch
+        for p in params:
+            g = _array(p.grad)
+            p.grad = g * g.dtype.type(coef)
 
 
 def clip_grad_norm_(
