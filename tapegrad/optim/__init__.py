@@ -3,7 +3,9 @@
 Optimizers follow PyTorch's published update equations and API: ``opt.zero_grad()`` sets gradients to None,
 ``opt.step()`` updates every parameter that has a gradient in place (bumping its version, so a stale tape
 refuses to replay), parameter groups carry their own hyperparameters, and ``state_dict()`` /
-``load_state_dict()`` save and restore everything needed to resume training exactly.
+``load_state_dict()`` save and restore everything needed to resume training exactly. A step either updates
+everything or, when it raises, nothing; ``load_state_dict`` checks a state as the constructor checks its
+arguments before it changes anything.
 
 >>> import numpy as np, tapegrad as tg
 >>> w = tg.Tensor([3.0], requires_grad=True)
@@ -17,10 +19,20 @@ refuses to replay), parameter groups carry their own hyperparameters, and ``stat
 array([0.375])
 """
 
-from .adam import Adam, AdamW
-from .clip import clip_grad_norm, clip_grad_value
-from .lr_scheduler import CosineAnnealingLR, LRScheduler, StepLR
+from . import lr_scheduler
+from .adam import Adam, Adamax, AdamW, NAdam, RAdam
+from .clip import (
+    clip_grad_norm,
+    clip_grad_norm_,
+    clip_grad_value,
+    clip_grad_value_,
+    clip_grads_with_norm_,
+    get_total_norm,
+)
+from .lbfgs import LBFGS
+from .lr_scheduler import *  # noqa: F403  (every schedule; lr_scheduler.__all__ lists them once)
 from .optimizer import Optimizer
+from .rmsprop import Adadelta, Adagrad, RMSprop
 from .sgd import SGD
 
 __all__ = [
@@ -28,9 +40,18 @@ __all__ = [
     "SGD",
     "Adam",
     "AdamW",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "LBFGS",
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "get_total_norm",
+    "clip_grads_with_norm_",
     "clip_grad_norm",
     "clip_grad_value",
-    "LRScheduler",
-    "StepLR",
-    "CosineAnnealingLR",
-]
+    "lr_scheduler",
+] + lr_scheduler.__all__

@@ -1,6 +1,7 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and L2 weight decay.
 
-The update follows PyTorch's published equations (``torch.optim.SGD``). With gradient ``g`` of parameter ``p``:
+The update follows PyTorch's published equations (``torch.optim.SGD``). With gradient ``g`` of parameter ``p``
+(negated first when ``maximize``):
 
     g = g + weight_decay * p                    (if weight_decay != 0)
     b = g                                       (first step)
@@ -19,7 +20,7 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent (optionally with momentum), PyTorch's update rule.
+    """Stochastic gradient descent (optionally with momentum), PyTorch's update rule and argument order.
 
     >>> import numpy as np, tapegrad as tg
     >>> w = tg.Tensor([1.0, 2.0], requires_grad=True)
@@ -33,34 +34,41 @@ class SGD(Optimizer):
     def __init__(
         self,
         params,
-        lr: float,
+        lr: float = 1e-3,
         momentum: float = 0.0,
         dampening: float = 0.0,
-        nesterov: bool = False,
         weight_decay: float = 0.0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
     ):
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov, weight_decay=weight_decay)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
-    def _check_group(self, group: dict) -> None:
-        super()._check_group(group)
-        if group["momentum"] < 0 or group["weight_decay"] < 0:
-            raise ValueError(
-                f"SGD: momentum and weight_decay must be >= 0, got {group['momentum']}, {group['weight_decay']}"
-            )
+    def _check_group(self, group: dict, where: str) -> None:
+        super()._check_group(group, where)
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
-            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+            raise ValueError(
+                f"{where}: Nesterov momentum needs momentum > 0 and dampening = 0, got momentum={group['momentum']}, "
+                f"dampening={group['dampening']}"
+            )
 
-    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> None:
-        lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
-        if wd != 0:
-            g = g + wd * p
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = np.array(g, dtype=p.dtype)
-            else:
-                buf *= momentum
-                buf += (1 - group["dampening"]) * g
-            g = g + momentum * buf if group["nesterov"] else buf
-        p -= lr * g
+    def _init_state(self, p: np.ndarray, group: dict) -> dict:
+        return {"momentum_buffer": None} if group["momentum"] != 0 else {}
+
+    def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> tuple[np.ndarray, dict]:
+        lr, momentum = group["lr"], group["momentum"]
+        p, g = self._weight_decay(p, g, group)
+        if momentum == 0:
+            return p - lr * g, {}
+        buf = state.get("momentum_buffer")
+        buf = g.copy() if buf is None else momentum * buf + (1 - group["dampening"]) * g
+        g = g + momentum * buf if group["nesterov"] else buf
+        return p - lr * g, {"momentum_buffer": buf}
