@@ -13,7 +13,7 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import debug, nn, ops, optim, tape, tensor_methods, viz
+from . import data, debug, nn, ops, optim, tape, tensor_methods, viz
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -67,6 +67,7 @@ __all__ = [
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",
+    "data",
     "debug",
     "viz",
     "nn",

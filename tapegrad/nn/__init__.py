@@ -14,7 +14,7 @@ restore them (with clear errors for missing, unexpected or mis-shaped keys). Los
 [(16, 4), (16,), (3, 16), (3,)]
 """
 
-from . import functional
+from . import functional, utils
 from .functional import binary_cross_entropy_with_logits, cross_entropy, mse_loss
 from .layers import Dropout, Linear, ReLU, Sequential, Sigmoid, Tanh
 from .module import Module
@@ -28,6 +28,7 @@ __all__ = [
     "Sigmoid",
     "Dropout",
     "functional",
+    "utils",
     "mse_loss",
     "cross_entropy",
     "binary_cross_entropy_with_logits",
