@@ -8,6 +8,8 @@ time by default (``--clock cpu``), so other work on a shared machine does not co
 wall-clock time::
 
     python benchmarks/backend_overhead.py --ref main --rounds 201
+
+It prints its figures and writes nothing (``benchmarks/results/backend_overhead.txt`` holds a pasted run).
 """
 
 from __future__ import annotations
@@ -62,11 +64,20 @@ def chain(tg, n_ops: int = 1000, clock=time.process_time):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/backend_overhead.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--ref", default="main", help="git ref to compare this tree against")
-    parser.add_argument("--rounds", type=int, default=201)
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    parser.add_argument("--rounds", type=int, default=201, help="interleaved rounds (each runs both versions once)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="the process's CPU time or elapsed")
     args = parser.parse_args(argv)
+    if args.rounds < 2:
+        parser.error("--rounds: at least 2, for quartiles")
+    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", args.ref], cwd=ROOT, capture_output=True)
+    if known.returncode != 0:
+        parser.error(f"--ref {args.ref}: not a git ref of {ROOT} (try --ref HEAD)")
     sys.path.insert(0, str(ROOT))
     import tapegrad as here
 
