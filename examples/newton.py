@@ -114,7 +114,7 @@ def newton(loss, d: int, steps: int, tol: float = 1e-9, quiet: bool = False) -> 
         gnorm = float(np.linalg.norm(grad))
         history.append({"loss": value, "grad_norm": gnorm, "hvps": used})
         if not quiet:
-            done = "converged" if gnorm < tol else f"{used} Hessian-vector products"
+            done = "converged" if gnorm < tol else f"{used} Hessian-vector product{'' if used == 1 else 's'}"
             print(f"newton {k:2d}  loss {value:.12f}  |grad| {gnorm:.3e}  ({done})")
         if gnorm < tol:
             break

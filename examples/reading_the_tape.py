@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--render", metavar="PATH", help="also draw the tape into PATH (.svg, .png)")
-    parser.add_argument("--update-docs", action="store_true", help=f"draw it into the committed {DOCS_SVG.name}")
+    parser.add_argument("--update-docs", action="store_true", help=f"draw it into the committed docs/{DOCS_SVG.name}")
     return parser
 
 
@@ -51,13 +51,13 @@ def main(argv=None):
     if args.update_docs:
         args.render = str(DOCS_SVG)
     t, loss = record_step()
-    print("$ print(t)")
+    print(">>> print(t)")
     print(t)
-    print("\n$ print(t.memory_report())")
+    print("\n>>> print(t.memory_report())")
     print(t.memory_report())
     if args.render:
         tg.viz.render(t, args.render)
-    print("\n$ loss.backward(trace=True)")
+    print("\n>>> loss.backward(trace=True)")
     loss.backward(trace=True)
 
 
