@@ -63,6 +63,15 @@ def chain(tg, n_ops: int = 1000, clock=time.process_time):
     return (clock() - start) / (n_ops + 1)
 
 
+def resolve_ref(ref: str) -> str | None:
+    """``ref`` if git knows it, else ``origin/<ref>`` (a fresh clone has no local ``main``), else None."""
+    for candidate in (ref, f"origin/{ref}"):
+        known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", candidate], cwd=ROOT, capture_output=True)
+        if known.returncode == 0:
+            return candidate
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python benchmarks/backend_overhead.py",
@@ -75,9 +84,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.rounds < 2:
         parser.error("--rounds: at least 2, for quartiles")
-    known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", args.ref], cwd=ROOT, capture_output=True)
-    if known.returncode != 0:
-        parser.error(f"--ref {args.ref}: not a git ref of {ROOT} (try --ref HEAD)")
+    ref_name, args.ref = args.ref, resolve_ref(args.ref)
+    if args.ref is None:
+        parser.error(f"--ref {ref_name}: not a git ref of {ROOT}, nor is origin/{ref_name} (try --ref HEAD)")
     sys.path.insert(0, str(ROOT))
     import tapegrad as here
 
