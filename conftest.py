@@ -12,7 +12,8 @@
   the reason is shown with the skipped test.
 
 Commands run with ``TMPDIR`` set to a folder of their page's own, so the examples' default outputs (under the
-temporary directory) land there, and with ``python`` meaning the interpreter that runs the tests. Ops that a
+temporary directory) land there, with ``python`` meaning the interpreter that runs the tests, and with this
+checkout first on ``PYTHONPATH`` (so that the pages describe this checkout's tapegrad, whatever is installed). Ops that a
 page registers are removed from ``tapegrad.REGISTRY`` when its last block has run, so no page leaks into
 another or into the rest of the suite.
 """
@@ -49,6 +50,7 @@ def run_command(command: str, namespace: dict, timeout: float = 300) -> subproce
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["TMPDIR"] = namespace["_tmpdir"]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])  # this checkout's tapegrad
     env.pop("PYTHONSTARTUP", None)
     return subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
 

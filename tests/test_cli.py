@@ -21,7 +21,8 @@ MODULES = [f"benchmarks.{pathlib.Path(s).stem}" for s in SCRIPTS if s.startswith
 
 
 def _run(args, tmp_path, cwd=ROOT, timeout=120):
-    env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "120"}
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])  # this checkout's tapegrad
+    env = {**os.environ, "TMPDIR": str(tmp_path), "COLUMNS": "120", "PYTHONPATH": path}
     return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -10,9 +10,14 @@
 from __future__ import annotations
 
 import importlib
+import pathlib
 import re
+import sys
 
 import griffe
+
+# The ops are imported from this checkout, whichever tapegrad is installed (an editable install may be another's).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
 
 MAKERS = ("defop(", "defnondiff(")
 INPUT_NAMES = ("x", "y", "z", "w")
