@@ -7,7 +7,8 @@ features is imported from another checkout as ``tapegrad_base``; rounds alternat
     mkdir -p /tmp/tg-before && git archive "$(git merge-base HEAD main)" tapegrad | tar -x -C /tmp/tg-before
     python benchmarks/debug_overhead.py --baseline /tmp/tg-before --rounds 300
 
-(on main after the merge, archive the commit before it instead of the merge base).
+(on main after the merge, archive the commit before it instead of the merge base). It prints its figures and
+writes nothing but a temporary copy of the baseline, removed at the end.
 """
 
 import argparse
@@ -45,15 +46,34 @@ def chain(tg, backward):
     return run
 
 
+class Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown; the epilog's commands keep their lines."""
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/debug_overhead.py",
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=Formatter,
+    )
     parser.add_argument("--baseline", required=True, help="a checkout whose tapegrad/ lacks the features")
-    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=300, help="interleaved rounds per case")
     args = parser.parse_args(argv)
-    tmp = tempfile.mkdtemp()
-    shutil.copytree(pathlib.Path(args.baseline) / "tapegrad", pathlib.Path(tmp) / "tapegrad_base")
-    sys.path.insert(0, tmp)
-    import tapegrad_base
+    if not (pathlib.Path(args.baseline) / "tapegrad" / "__init__.py").exists():
+        parser.error(f"--baseline {args.baseline}: no tapegrad/ package there (see the commands above to make one)")
+    if args.rounds < 2:
+        parser.error("--rounds: at least 2, for the deciles")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(pathlib.Path(args.baseline) / "tapegrad", pathlib.Path(tmp) / "tapegrad_base")
+        sys.path.insert(0, tmp)
+        import tapegrad_base
+
+        run(tapegrad_base, args.rounds)
+
+
+def run(tapegrad_base, rounds: int) -> None:
+    args = argparse.Namespace(rounds=rounds)
 
     print(f"numpy {np.__version__}, python {sys.version.split()[0]}, {args.rounds} interleaved rounds")
     for backward in (True, False):

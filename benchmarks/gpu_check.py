@@ -7,11 +7,13 @@
 3. Times that step (zero grad, forward, backward, update; synchronised) on the GPU beside NumPy on the CPU, in
    float32 and float64, interleaved round by round, and prints medians.
 
-Everything printed is also written to ``benchmarks/results/gpu_check.txt``. Without CuPy or a GPU it says so
-and exits with status 0, writing nothing. ``--library array_api_strict`` runs the same script on the CPU
-(a dry run of the script itself; its timings say nothing about GPUs)::
+Everything printed is also written to ``--out`` (by default a file under the system's temporary directory);
+``--update-docs`` writes the committed ``benchmarks/results/gpu_check[_LIB_dry_run].txt`` instead. Without CuPy
+or a GPU it says so and exits with status 0, writing nothing. ``--library array_api_strict`` runs the same
+script on the CPU (a dry run of the script itself; its timings say nothing about GPUs)::
 
     python benchmarks/gpu_check.py                    # on a GPU machine: pip install cupy-cuda12x first
+    python benchmarks/gpu_check.py --update-docs      # the same, kept in benchmarks/results/gpu_check.txt
     python benchmarks/gpu_check.py --library array_api_strict --rounds 3
 """
 
@@ -24,6 +26,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -155,17 +158,33 @@ def time_steps(lib: Library, dtype, rounds: int):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/gpu_check.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--library", default="cupy", help="cupy (the GPU proof) or array_api_strict (a dry run)")
-    parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--out", default=None, help="output file (default benchmarks/results/gpu_check[_LIB].txt)")
+    parser.add_argument("--rounds", type=int, default=30, help="interleaved timing rounds per dtype")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help=f"output file (None: {tempfile.gettempdir()}/tapegrad/gpu_check[_LIB_dry_run].txt)",
+    )
+    parser.add_argument(
+        "--update-docs",
+        action="store_true",
+        help="write the committed benchmarks/results/gpu_check[_LIB_dry_run].txt instead of --out",
+    )
     args = parser.parse_args(argv)
+    if args.out and args.update_docs:
+        parser.error("--out and --update-docs both say where to write: pass one")
     lib, why = load(args.library)
     if lib is None:
         print(f"gpu_check: not run: {why}")
         return 0
     suffix = "" if lib.name == "cupy" else f"_{lib.name}_dry_run"
-    out = pathlib.Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"gpu_check{suffix}.txt"
+    folder = ROOT / "benchmarks" / "results" if args.update_docs else pathlib.Path(tempfile.gettempdir()) / "tapegrad"
+    out = pathlib.Path(args.out) if args.out else folder / f"gpu_check{suffix}.txt"
     lines = []
 
     def say(text=""):

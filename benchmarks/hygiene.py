@@ -153,3 +153,17 @@ def _blas() -> str:
         return f"{blas.get('name')} {blas.get('version')} (install threadpoolctl to see its kernel and threads)"
     except Exception:  # noqa: BLE001 (older NumPy: no dict mode)
         return "unknown (install threadpoolctl)"
+
+
+if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from benchmarks import cli
+
+    sys.exit(
+        cli.library_main(
+            __doc__, "benchmarks/hygiene.py", "python -m benchmarks.speed (its measurement hygiene lives here)"
+        )
+    )

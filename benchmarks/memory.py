@@ -1,8 +1,10 @@
 """Memory, side by side: tapegrad, the node-graph reference and (when installed) PyTorch CPU, on one model.
 
-    python -m benchmarks.memory            # full run: table, docs/memory.png, docs/memory.json
-    python -m benchmarks.memory --quick    # smaller and shorter, for a smoke test
-    python -m benchmarks.memory --flamegraph   # also memray's flamegraph HTML per design (one-step peak)
+    python -m benchmarks.memory                 # full run (~2 min): table, memory.png, memory.json in --out
+    python -m benchmarks.memory --quick         # smaller and shorter (~40 s), for a smoke test
+    python -m benchmarks.memory --flamegraph    # also memray's flamegraph HTML per design (one-step peak)
+    python -m benchmarks.memory --update-docs   # the committed docs/memory.png, docs/memory.json and table
+    python -m benchmarks.memory --replot docs/memory.json --out /tmp/plot   # redraw a run's plot only
 
 Measured with memray's ``Tracker`` (Python allocators traced too, so small objects count), read back with
 ``memray.FileReader``: the high-water mark (``metadata.peak_memory``), the allocations still alive when
@@ -18,7 +20,11 @@ whether big arrays are mapped or taken from the heap does not depend on what ran
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
+
+if __name__ == "__main__" and not __package__:  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 # BLAS on one thread, as PyTorch is run (set_num_threads(1)): multi-threaded OpenBLAS mallocs a 512 KiB job
 # buffer on every GEMM, which would show in every NumPy engine's peak; one thread also keeps a shared machine's
@@ -27,7 +33,6 @@ BLAS_PINNED = "numpy" not in sys.modules
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
@@ -38,7 +43,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from . import workloads as wl  # noqa: E402
+from benchmarks import cli  # noqa: E402
+from benchmarks import workloads as wl  # noqa: E402
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 PINNED = 128 * 1024
@@ -177,7 +183,16 @@ def slope(points: dict) -> float:
     return float(np.polyfit(steps, live, 1)[0])
 
 
-def measure(args, engines, tmp: Path) -> dict:
+def measure(args, engines, tmp: Path, bar=None) -> dict:
+    bar = bar or cli._NoBar()
+    started = []
+
+    def stage(desc: str) -> None:  # the bar counts stages: 4 per engine, 1 per tracemalloc cross-check
+        if started:
+            bar.update()
+        started.append(desc)
+        bar.set_description(desc)
+
     cfg = {
         "history_steps": 50 if args.quick else 200,
         "long_steps": 300 if args.quick else 2000,
@@ -194,21 +209,21 @@ def measure(args, engines, tmp: Path) -> dict:
     for E in engines:
         _warm_up(E, cfg)
         r = res["engines"][E.name] = {}
-        print(f"  {E.name}: history kept", flush=True)
+        stage(f"{E.name}: history kept")
         h = MemrayMeter(tmp / f"{E.name}-history.bin").run(wl.history_kept, E, steps=cfg["history_steps"])
         r["history_slope"] = slope(h["points"])
         r["history_leaked"] = h["leaked"]
         r["history_points"] = h["points"]
         r["activations_small"] = h["activations"]
-        print(f"  {E.name}: long run", flush=True)
+        stage(f"{E.name}: long run")
         lr = MemrayMeter(tmp / f"{E.name}-long.bin").run(wl.long_run, E, steps=cfg["long_steps"])
         r["long_points"] = lr["points"]
         if os.path.exists("/proc/self/statm"):
             r["rss_long_points"] = RssMeter().run(wl.long_run, E, steps=cfg["long_steps"])["points"]
-        print(f"  {E.name}: one step", flush=True)
+        stage(f"{E.name}: one step")
         one = MemrayMeter(tmp / f"{E.name}-step.bin").run(wl.one_step, E)
         r.update(peak=one["peak"], floor=one["floor"], activations=one["activations"], at_peak=one["at_peak"])
-        print(f"  {E.name}: deep MLP", flush=True)
+        stage(f"{E.name}: deep MLP")
         deep = dict(sizes=cfg["deep"], n=cfg["deep_n"])
         d = MemrayMeter(tmp / f"{E.name}-deep.bin").run(wl.one_step, E, **deep)
         r["deep_peak"], r["deep_floor"] = d["peak"], d["floor"]
@@ -222,13 +237,14 @@ def measure(args, engines, tmp: Path) -> dict:
         if args.flamegraph:
             _flamegraph(tmp / f"{E.name}-step.bin", Path(args.out) / f"memory-flamegraph-{E.name}.html")
     for E in cross:
-        print(f"  {E.name}: tracemalloc cross-check", flush=True)
+        stage(f"{E.name}: tracemalloc cross-check")
         r = res["engines"][E.name]
         h = TracemallocMeter().run(wl.history_kept, E, steps=cfg["history_steps"])
         r["tm_history_slope"] = slope(h["points"])
         lr = TracemallocMeter().run(wl.long_run, E, steps=cfg["long_steps"])
         r["tm_long_points"] = lr["points"]
         r["tm_peak"] = TracemallocMeter().run(wl.one_step, E)["peak"]
+    bar.update()
     return res
 
 
@@ -321,85 +337,184 @@ def table(res) -> str:
 
 
 def plot(res, path: Path) -> None:
+    """Three views, each engine in a panel of its own where their lines would lie on top of each other.
+
+    Left: live memory with the losses kept (log scale: the engines differ by orders of magnitude). Middle: live
+    memory with nothing kept, one panel per engine, each labelled with its growth. Right: the heap over one
+    step of the deep MLP, one panel per engine on a shared scale (tapegrad with and without checkpoints).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    eng = res["engines"]
-    colors = {"tapegrad": "C0", "node-graph": "C1", "pytorch-cpu": "C2", "tapegrad + checkpoint": "C0"}
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), dpi=80)
-    ax = axes[0]
+    eng, timelines = res["engines"], res.get("timelines", {})
+    names = list(eng)
+    colors = dict(zip(["tapegrad", "node-graph", "pytorch-cpu"], ["C0", "C1", "C2"]))
+    fig = plt.figure(figsize=(15, 2.2 + 2.0 * len(names)), dpi=100, layout="constrained")
+    grid = fig.add_gridspec(len(names), 3, width_ratios=[1.1, 1, 1.2])
+
+    ax = fig.add_subplot(grid[:, 0])
     for name, r in eng.items():
-        pts = {k: v for k, v in r["history_points"].items() if isinstance(k, int)}
-        ax.plot(list(pts), [v / 1e6 for v in pts.values()], label=name, color=colors.get(name))
-    ax.set(title="history kept: live memory", xlabel="step", ylabel="MB", yscale="symlog")
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    for name, r in eng.items():
-        pts = {k: v for k, v in r["long_points"].items() if isinstance(k, int)}
-        ax.plot(list(pts), [v / 1e6 for v in pts.values()], marker=".", label=name, color=colors.get(name))
-    ax.set(title="no history: live memory", xlabel="step", ylabel="MB")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="lower right")  # the lines run along the top
-    ax = axes[2]
-    for name, tl in res["timelines"].items():
-        style = "--" if "checkpoint" in name else "-"
-        front = name == "tapegrad"  # drawn on top: it runs close to PyTorch's line
-        ax.plot(
-            tl["ms"],
-            [h / 1e6 for h in tl["heap"]],
-            label=name,
-            ls=style,
+        pts = _steps(r["history_points"])
+        ax.plot(list(pts), [v / 1e6 for v in pts.values()], label=name, color=colors.get(name), lw=2)
+        last = list(pts)[-1]
+        ax.annotate(
+            f"{r['history_slope']:,.0f} B/step",
+            (last, pts[last] / 1e6),
+            xytext=(-4, 6),
+            textcoords="offset points",
+            ha="right",
             color=colors.get(name),
-            lw=2.2 if front else 1.5,
-            zorder=3 if front else 2,
+            fontsize=9,
         )
-    ax.axvline(0, color="grey", ls=":", lw=1)
-    deep = res["config"]["deep"]
     ax.set(
-        title=f"one step, {len(deep) - 2}x{deep[1]} MLP, batch {res['config']['deep_n']}",
-        xlabel="ms from the start of backward",
-        ylabel="MB",
+        title=f"losses kept in a list: live memory\n(256-256-10 MLP, batch 64, {res['config']['history_steps']} steps)",
+        xlabel="step",
+        ylabel="MB (log scale)",
+        yscale="log",
     )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="center right")
+
+    steps = res["config"]["long_steps"]
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(grid[i, 1])
+        pts = _steps(eng[name]["long_points"])
+        kb = np.array(list(pts.values())) / 1e3
+        ax.plot(list(pts), kb, marker=".", color=colors.get(name), lw=1.5)
+        base = pts.get(10, kb[0] * 1e3) / 1e3
+        ax.set_ylim(base * 0.9, base * 1.1)  # +-10% around step 10: flat means flat, growth would show
+        growth = kb[-1] - base
+        ax.text(
+            0.98,
+            0.08,
+            f"{base:,.0f} kB at step 10; {growth:+,.1f} kB ({growth / base:+.1%}) at step {steps:,}",
+            transform=ax.transAxes,
+            ha="right",
+            fontsize=9,
+            color=colors.get(name),
+        )
+        ax.set_ylabel(f"{name}\nkB")
+        ax.grid(alpha=0.3)
+        if i == 0:
+            ax.set_title("nothing kept: live memory, one engine per panel\n(each y axis: step 10's value ±10%)")
+        if i == len(names) - 1:
+            ax.set_xlabel("step")
+        else:
+            ax.tick_params(labelbottom=False)
+
+    deep = res["config"]["deep"]
+    top = max((max(tl["heap"]) for tl in timelines.values()), default=1) / 1e6 * 1.08
+    first = None
+    for i, name in enumerate(names):
+        ax = fig.add_subplot(grid[i, 2], sharex=first, sharey=first)
+        first = first or ax
+        for label, tl in timelines.items():
+            if label == name or label.startswith(name + " +"):
+                dashed = "checkpoint" in label
+                peak = max(tl["heap"]) / 1e6
+                ax.plot(
+                    tl["ms"],
+                    [h / 1e6 for h in tl["heap"]],
+                    color=colors.get(name),
+                    ls="--" if dashed else "-",
+                    lw=1.3 if dashed else 2,
+                    label=f"{label}: peak {peak:.1f} MB",
+                )
+        ax.axvline(0, color="grey", ls=":", lw=1)
+        ax.set_ylim(0, top)
+        ax.set_ylabel(f"{name}\nMB")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=9)
+        if i == 0:
+            ax.set_title(
+                f"one step of a {len(deep) - 2}x{deep[1]} MLP, batch {res['config']['deep_n']}: the heap\n"
+                "(backward starts at 0 ms)"
+            )
+        if i == len(names) - 1:
+            ax.set_xlabel("ms from the start of backward")
+        else:
+            ax.tick_params(labelbottom=False)
     fig.savefig(path)
+    plt.close(fig)
+
+
+def _steps(points: dict) -> dict:
+    """The step-labelled marks of a run (``{step: bytes}``), whether read from a run or from its JSON."""
+    out = {}
+    for k, v in points.items():
+        if isinstance(k, int) or (isinstance(k, str) and k.isdigit()):
+            out[int(k)] = v
+    return dict(sorted(out.items()))
+
+
+def from_json(res: dict) -> dict:
+    """A run read back from its JSON, with the step labels (JSON's string keys) as integers again."""
+    for r in res["engines"].values():
+        for key, value in r.items():
+            if key.endswith("_points"):
+                r[key] = {**{k: v for k, v in value.items() if not k.isdigit()}, **_steps(value)}
+    return res
+
+
+def build_parser():
+    p = cli.parser("python -m benchmarks.memory", __doc__)
+    p.add_argument("--quick", action="store_true", help="fewer steps and a smaller deep MLP (a smoke test)")
+    p.add_argument("--flamegraph", action="store_true", help="write memray's flamegraph HTML per design to --out")
+    p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is installed")
+    p.add_argument("--replot", metavar="JSON", help="redraw the plot of a run's JSON (measures nothing)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    cli.add_output_flags(p, "memory", "docs/memory.png, docs/memory.json and the table of docs/benchmarks/memory.md")
+    return p
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="fewer steps and a smaller deep MLP (a smoke test)")
-    p.add_argument("--flamegraph", action="store_true", help="write memray's flamegraph HTML per design")
-    p.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it is installed")
-    p.add_argument("--out", default="docs", help="where the PNG, JSON (and HTML) go (default: docs)")
+    p = build_parser()
     args = p.parse_args(argv)
+    if args.update_docs and args.quick:
+        p.error("--update-docs publishes a full run: drop --quick")
+    out = cli.DOCS if args.update_docs else Path(args.out)
+    suffix = "-quick" if args.quick else ""
+    os.makedirs(out, exist_ok=True)
+    if args.replot:
+        with open(args.replot) as f:
+            res = from_json(json.load(f))
+        plot(res, out / f"memory{suffix}.png")
+        print(f"wrote {out / f'memory{suffix}.png'}")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
     note = pin_malloc() + (
         "; BLAS threads: 1 (OPENBLAS/OMP/MKL_NUM_THREADS)" if BLAS_PINNED else "; BLAS threads not pinned"
     )
     engines = wl.adapters(with_torch=not args.no_torch)
     print(note)
     print("engines:", ", ".join(e.name for e in engines), f"| numpy {np.__version__} | python {sys.version.split()[0]}")
-    os.makedirs(args.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        res = measure(args, engines, Path(tmp))
+    stages = 4 * len(engines) + sum(e.name != "pytorch-cpu" for e in engines)
+    with tempfile.TemporaryDirectory() as tmp, cli.progress(stages, "memory", "stage", args.no_progress) as bar:
+        res = measure(args, engines, Path(tmp), bar)
     res["note"] = note
     print()
     print(table(res))
     for name, r in res["engines"].items():
         shown = ", ".join(f"{where} {size / 1e6:.2f} MB" for where, size in r["at_peak"][:3])
         print(f"alive at the one-step peak, {name}: {shown}")
-    suffix = "-quick" if args.quick else ""
-    plot(res, Path(args.out) / f"memory{suffix}.png")
-    with open(Path(args.out) / f"memory{suffix}.json", "w") as f:
+    plot(res, out / f"memory{suffix}.png")
+    with open(out / f"memory{suffix}.json", "w") as f:
         json.dump(_jsonable(res), f, indent=1)
-    print(f"\nwrote {args.out}/memory{suffix}.png and {args.out}/memory{suffix}.json")
+    print(f"\nwrote {out / f'memory{suffix}.png'} and {out / f'memory{suffix}.json'}")
+    if args.update_docs:
+        cli.replace_between_markers(cli.DOCS / "benchmarks" / "memory.md", "memory-table", table(res))
+        print(f"and the table in {cli.DOCS / 'benchmarks' / 'memory.md'}")
     return 0
 
 
 def _jsonable(res):
+    """The run as JSON; the heap timelines rounded (0.1 ms, whole bytes) to keep the file small."""
     out = json.loads(json.dumps(res, default=str))
-    out.pop("timelines", None)  # large; the PNG shows them
+    for tl in out.get("timelines", {}).values():
+        tl["ms"] = [round(t, 1) for t in tl["ms"]]
+        tl["heap"] = [int(h) for h in tl["heap"]]
     return out
 
 

@@ -259,3 +259,19 @@ def log_softmax(a, axis=-1) -> Tensor:
     m = np.max(x, axis=axis, keepdims=True)
     ans = x - (np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m)
     return _unary(a, ans, lambda g: g - np.exp(ans) * np.sum(g, axis=axis, keepdims=True))
+
+
+if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from benchmarks import cli
+
+    sys.exit(
+        cli.library_main(
+            __doc__,
+            "benchmarks/nodegraph.py",
+            "python -m benchmarks.memory or python -m benchmarks.speed (they measure this engine)",
+        )
+    )

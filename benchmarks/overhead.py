@@ -17,11 +17,12 @@ Workloads (the README's speed benchmark's, smaller where it saves time):
   what the transform adds per op.
 
     python -m benchmarks.overhead --ref main --rounds 201
+
+It prints its figures and writes nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import pathlib
 import statistics
@@ -31,6 +32,10 @@ import tempfile
 import time
 
 import numpy as np
+
+if __name__ == "__main__" and not __package__:  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+from benchmarks import cli  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORKLOADS = ("chain", "fanout", "mlp64", "mlp32", "chain-after-hook", "value_and_grad")
@@ -139,16 +144,28 @@ def make_mlp(tg, dtype):
     return step
 
 
+def resolve_ref(ref: str) -> str | None:
+    """``ref`` if git knows it, else ``origin/<ref>`` (a fresh clone has no local ``main``), else None."""
+    for candidate in (ref, f"origin/{ref}"):
+        known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", candidate], cwd=ROOT, capture_output=True)
+        if known.returncode == 0:
+            return candidate
+    return None
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
+    parser = cli.parser("python -m benchmarks.overhead", __doc__)
     parser.add_argument("--ref", default="main", help="git ref to compare this tree against")
     parser.add_argument("--rounds", type=int, default=201, help="interleaved rounds (each runs every workload)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="process CPU time or wall time")
     parser.add_argument("--only", nargs="*", choices=WORKLOADS, default=list(WORKLOADS), help="workloads to run")
     parser.add_argument("--mlp-every", type=int, default=4, help="run the MLP steps every k-th round (they are slow)")
     args = parser.parse_args(argv)
+    if args.rounds < 2:
+        parser.error("--rounds: at least 2, for quartiles")
+    ref_name, args.ref = args.ref, resolve_ref(args.ref)
+    if args.ref is None:
+        parser.error(f"--ref {ref_name}: not a git ref of {ROOT}, nor is origin/{ref_name} (try --ref HEAD)")
     sys.path.insert(0, str(ROOT))
     import tapegrad as here
 
@@ -177,20 +194,22 @@ def main(argv=None):
         for _ in range(3):  # warm-up
             for tg in engines.values():
                 chain(tg, clock)
-        for r in range(args.rounds):
-            for w in args.only:
-                if w.startswith("mlp") and r % args.mlp_every:
-                    continue
-                if w == "value_and_grad":
-                    pair = {"ref": chain(here, clock), "here": value_and_grad_chain(here, clock)}
-                elif w == "chain-after-hook":
-                    pair = {"ref": chain(ref, clock), "here": chain(here, clock)}
-                else:
-                    order = ("ref", "here") if r % 2 else ("here", "ref")
-                    pair = {k: jobs[w](engines[k], k) for k in order}
-                for k, v in pair.items():
-                    times[w][k].append(v)
-                ratios[w].append(pair["here"] / pair["ref"])
+        with cli.progress(args.rounds, desc="rounds", unit="round") as bar:
+            for r in range(args.rounds):
+                bar.update()
+                for w in args.only:
+                    if w.startswith("mlp") and r % args.mlp_every:
+                        continue
+                    if w == "value_and_grad":
+                        pair = {"ref": chain(here, clock), "here": value_and_grad_chain(here, clock)}
+                    elif w == "chain-after-hook":
+                        pair = {"ref": chain(ref, clock), "here": chain(here, clock)}
+                    else:
+                        order = ("ref", "here") if r % 2 else ("here", "ref")
+                        pair = {k: jobs[w](engines[k], k) for k in order}
+                    for k, v in pair.items():
+                        times[w][k].append(v)
+                    ratios[w].append(pair["here"] / pair["ref"])
     print(
         f"numpy {np.__version__}, python {sys.version.split()[0]}, {args.rounds} interleaved rounds, {args.clock} time, "
         f"ref {args.ref}"

@@ -17,26 +17,34 @@ CPU time (``--clock cpu``), which, unlike elapsed time, does not grow while othe
 Usage::
 
     python -m benchmarks.speed --quick            # a minute or less: for iterating
-    python -m benchmarks.speed --pin              # the README's table (one core, CPU-time clock)
+    python -m benchmarks.speed --pin              # the documented table (one core, CPU-time clock), ~4 minutes
+    python -m benchmarks.speed --pin --update-docs   # the same, written into docs/benchmarks/speed.md
     python -m benchmarks.speed --profile chain    # cProfile of tapegrad alone on one workload
+
+It prints its report (Markdown) and writes nothing unless asked: ``--json PATH`` for every sample,
+``--update-docs`` for the table between the markers of docs/benchmarks/speed.md.
 """
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
-from benchmarks import hygiene
+if __name__ == "__main__" and not __package__:  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from benchmarks import hygiene  # noqa: E402
 
 if __name__ == "__main__" and "--pin" in sys.argv[1:]:
     hygiene.cap_blas_threads_by_env()  # before NumPy's first import, or BLAS has already started its threads
 
-import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from benchmarks import cli  # noqa: E402
 from benchmarks.hygiene import CLOCKS, environment, pin_allocator, pin_to_one_core  # noqa: E402
 from benchmarks.speed_engines import FULL, WORKLOADS, Sizes, available_engines, check, op_count, workload  # noqa: E402
 
@@ -76,7 +84,7 @@ def _timed_pass(forward, backward, passes, clock=time.perf_counter):
     return f / passes, b / passes
 
 
-def measure(engines, names, sizes: Sizes, rounds: int, passes: dict, clock=time.perf_counter) -> dict:
+def measure(engines, names, sizes: Sizes, rounds: int, passes: dict, clock=time.perf_counter, bar=None) -> dict:
     """``samples[workload][engine]``: the (forward, backward) seconds of each round.
 
     Every (workload, engine) pair runs once per round, in an order that rotates by one each round, so a burst
@@ -92,6 +100,8 @@ def measure(engines, names, sizes: Sizes, rounds: int, passes: dict, clock=time.
         k = r % len(order)
         for name, engine in order[k:] + order[:k]:
             samples[name][engine].append(_timed_pass(*runs[name, engine], passes[name], clock))
+        if bar is not None:
+            bar.update()
     return samples
 
 
@@ -189,28 +199,45 @@ def profile(name: str, sizes: Sizes, passes: int, top: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.speed", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds: for iterating, not for the README")
+def build_parser():
+    parser = cli.parser("python -m benchmarks.speed", __doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds: for iterating, not for the docs")
     parser.add_argument(
         "--pin",
         nargs="?",
         const=-1,
         type=int,
         metavar="CPU",
-        help="one core (default: the last allowed), one BLAS thread",
+        help="one core (without a number: the last one allowed), one BLAS thread",
     )
     parser.add_argument(
         "--clock",
         choices=CLOCKS,
-        help="wall: elapsed time; cpu: the process's CPU time, robust to a busy machine (default with --pin)",
+        help="wall: elapsed time; cpu: the process's CPU time, robust to a busy machine (None: cpu with --pin)",
     )
     parser.add_argument("--only", nargs="+", choices=WORKLOADS, default=list(WORKLOADS), help="workloads to run")
-    parser.add_argument("--engines", nargs="+", default=None, help="engines to run (default: every one installed)")
-    parser.add_argument("--rounds", type=int, help="rounds per workload (overrides the defaults)")
+    parser.add_argument("--engines", nargs="+", default=None, help="engines to run (None: every one installed)")
+    parser.add_argument(
+        "--rounds", type=int, help=f"rounds per workload (None: {ROUNDS}, or {QUICK_ROUNDS} with --quick)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write every sample to PATH")
     parser.add_argument("--profile", choices=WORKLOADS, help="profile tapegrad on one workload instead")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--update-docs",
+        action="store_true",
+        help="write the report between the speed-table markers of docs/benchmarks/speed.md (needs --pin)",
+    )
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.update_docs and (args.pin is None or args.quick or args.rounds or args.engines or len(args.only) < 4):
+        parser.error(
+            "--update-docs publishes the full pinned run: pass --pin, without --quick, --rounds, --engines, --only"
+        )
 
     allocator = pin_allocator()
     if args.profile:
@@ -226,21 +253,32 @@ def main(argv=None) -> int:
         notes.append("--clock cpu without --pin adds up the time of every BLAS thread: the MLP figures overstate")
     clock = f"clock: {args.clock} ({CLOCKS[args.clock].__name__})"
     env = environment([f"allocator: {allocator}", pinned, clock] + [f"note: {n}" for n in notes])
-    print("```text", *env, "```", sep="\n", end="\n\n", flush=True)  # pasted as is into the README
+    report = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        report.append(text)
+
+    say("\n".join(["```text", *env, "```", ""]))  # the report is Markdown, pasted as is into the docs
 
     checked = check(engines, FULL, args.only)
-    print(f"gradients of {', '.join(e.name for e in engines)} match hand-written NumPy on {', '.join(checked)}\n")
+    say(f"gradients of {', '.join(e.name for e in engines)} match hand-written NumPy on {', '.join(checked)}\n")
 
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
-    measured = measure(engines, args.only, FULL, rounds, PASSES, CLOCKS[args.clock])
+    with cli.progress(rounds, "speed", "round", args.no_progress) as bar:
+        measured = measure(engines, args.only, FULL, rounds, PASSES, CLOCKS[args.clock], bar)
     results = {}
     for name, samples in measured.items():
         results[name] = {"samples": samples, "stats": summarise(samples, name, FULL)}
-        print("\n".join(table(name, results[name]["stats"], samples)), flush=True)
-    print("\n".join(targets(results)))
+        say("\n".join(table(name, results[name]["stats"], samples)))
+    say("\n".join(targets(results)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "results": results}, f, indent=1)
+    if args.update_docs:
+        page = cli.DOCS / "benchmarks" / "speed.md"
+        cli.replace_between_markers(page, "speed-table", "\n".join(report))
+        print(f"wrote the report into {page}")
     return 0
 
 

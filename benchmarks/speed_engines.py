@@ -14,12 +14,16 @@ NumPy ones.
 
 from __future__ import annotations
 
+import pathlib
 import sys
 from dataclasses import dataclass
 
-import numpy as np
+if __name__ == "__main__" and not __package__:  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from benchmarks.speed_workloads import (
+import numpy as np  # noqa: E402
+
+from benchmarks.speed_workloads import (  # noqa: E402
     FULL,
     TINY,
     WORKLOADS,
@@ -374,3 +378,15 @@ def check(engines: list[Engine], sizes: Sizes, names=WORKLOADS) -> list[str]:
                 assert np.all(np.isfinite(g)), f"{engine.name} {name}: gradient {i} is not finite"
                 np.testing.assert_allclose(g, e, **tol, err_msg=f"{engine.name} {name}: gradient {i}")
     return list(names)
+
+
+if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from benchmarks import cli
+
+    sys.exit(
+        cli.library_main(__doc__, "benchmarks/speed_engines.py", "python -m benchmarks.speed (these are its engines)")
+    )

@@ -167,3 +167,17 @@ def numpy_mlp(s, dtype):
         return grads
 
     return forward, backward
+
+
+if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from benchmarks import cli
+
+    sys.exit(
+        cli.library_main(
+            __doc__, "benchmarks/speed_workloads.py", "python -m benchmarks.speed (these are its workloads)"
+        )
+    )

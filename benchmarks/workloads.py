@@ -184,3 +184,15 @@ def one_step(E, meter, sizes=(784, 512, 512, 10), n=256, seed=0, checkpoint_ever
 def activation_bytes(sizes, n) -> int:
     """What a backward needs of the forward: each hidden layer's output and the log-probabilities."""
     return 8 * n * (sum(sizes[1:-1]) + sizes[-1])
+
+
+if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run
+    import pathlib
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+    from benchmarks import cli
+
+    sys.exit(
+        cli.library_main(__doc__, "benchmarks/workloads.py", "python -m benchmarks.memory (these are its workloads)")
+    )

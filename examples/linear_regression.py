@@ -1,5 +1,7 @@
 """Fit y = X @ [2, -1, 0.5] + noise by gradient descent: the quick start's model.
 
+Writes nothing: it prints the loss every ``--log-every`` epochs and the fitted weights.
+
 Each step records the loss on a fresh tape; backward() replays it in reverse and frees it, so keeping every
 loss in ``history`` costs a few hundred bytes per step and never keeps a graph alive.
 
@@ -35,13 +37,22 @@ def train(epochs: int = 100, lr: float = 0.1, seed: int = 0, log_every: int = 10
     return W, b, history
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--epochs", type=int, default=100, help="gradient-descent steps on the whole data set")
+    parser.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated data")
+    parser.add_argument("--log-every", type=int, default=10, help="print the loss every this many epochs")
+    return parser
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    W, b, history = train(args.epochs, args.lr, args.seed)
+    args = build_parser().parse_args(argv)
+    if args.epochs < 1:
+        raise SystemExit(f"--epochs {args.epochs}: train for at least one epoch")
+    W, b, history = train(args.epochs, args.lr, args.seed, max(1, args.log_every))
     print("W =", np.round(W.data.ravel(), 3), " (true [2, -1, 0.5])")
     print("b =", np.round(b.data, 3), " (true [0])")
     return W, b, history

@@ -432,24 +432,6 @@ def test_a_leaf_hook_also_sees_gradient_and_a_wrong_shape_is_refused():
         y.backward()
 
 
-def test_readme_section_shows_the_real_output_of_the_reading_example_and_its_drawing():
-    import pathlib
-    import subprocess
-
-    root = pathlib.Path(__file__).resolve().parent.parent
-    readme = (root / "README.md").read_text()
-    section = readme[readme.index("## Reading the tape") : readme.index("## API")]
-    done = subprocess.run(
-        [sys.executable, "examples/reading_the_tape.py"], cwd=root, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    blocks = [b.split("\n", 1)[1].rstrip("\n") for b in done.stdout.split("$ ")[1:]]
-    assert len(blocks) == 3
-    for body in blocks:
-        assert f"```text\n{body}\n```" in section
-    assert "](docs/tape.svg)" in section and (root / "docs" / "tape.svg").read_text().lstrip().startswith("<?xml")
-
-
 # -- every tool on every backend -----------------------------------------------------------------------
 def _sqrt_tape(backend, values, **record):
     x = tg.Tensor(backend.asarray(np.asarray(values, dtype=np.float64)), requires_grad=True, name="x")

@@ -1,11 +1,7 @@
 """The functional transforms against finite differences and closed forms, their structures, and their tapes."""
 
 import collections
-import contextlib
 import gc
-import io
-import pathlib
-import re
 import tracemalloc
 import weakref
 
@@ -316,16 +312,6 @@ def test_a_transform_between_a_block_and_its_backward_keeps_the_users_tape():
     tg.vjp(lambda x: x * 2, np.ones(2))
     loss.backward()
     np.testing.assert_array_equal(w.grad, [2.0, 4.0])
-
-
-def test_readme_newton_example_prints_what_the_readme_shows():
-    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
-    code, shown = re.search(r"```python\n([^`]*?def rosenbrock[^`]*?)```\s*```text\n([^`]*?)```", readme).groups()
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(code, {})
-    assert out.getvalue() == shown
-    assert shown.splitlines()[-1].endswith("p = [1. 1.]")  # converged to the minimum
 
 
 def test_repeated_transforms_hold_no_memory_afterwards():

@@ -36,7 +36,6 @@ __all__ = [
     "all_finite",
     "memory_root",
     "is_basic_index",
-    "numpy_rules",
     "NumpySpellings",
     "numpy_like_spellings",
     "cupy_spellings",
