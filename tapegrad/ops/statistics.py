@@ -1,0 +1,325 @@
+"""Statistics over axes, composed of ops: std, average, ptp, the NaN-ignoring reductions, order statistics.
+
+Every function takes NumPy's ``axis`` (int, tuple, negative, None) and ``keepdims``. None needs a rule of its
+own: each is written with ops that have one, so gradients of every order follow.
+
+- ``std`` is ``sqrt(var)``; ``average`` ``sum(a * w) / sum(w)`` (weights may be tensors too); ``ptp`` ``max - min``;
+  ``amax``/``amin`` are ``max``/``min`` (tied extremes share the gradient).
+- ``nansum``, ``nanmean``, ``nanvar``, ``nanstd``, ``nanprod``, ``nanmax``, ``nanmin``: NaN entries are
+  replaced with a ``where`` (0, 1 or -inf/+inf), so they get gradient 0; a slice of NaN only gives NaN for
+  max/min (as NumPy, which also warns) and a NaN mean (0/0).
+- ``median``, ``percentile``, ``quantile``: NumPy's default ``method="linear"``. The value is
+  ``a_lo + t (a_hi - a_lo)`` between the two order statistics around the virtual index ``(n - 1) q``, so the
+  gradient goes to those two elements with weights ``1 - t`` and ``t`` (the selected elements only, as in HIPS
+  autograd); ``median`` averages the two middle elements of an even count (weights 1/2). At ties the weight
+  goes to the element the sort placed there. ``"lower"``, ``"higher"``, ``"nearest"`` and ``"midpoint"`` are
+  supported too. A slice holding NaN gives NaN.
+- ``all``, ``any`` and ``count_nonzero`` have no gradient.
+"""
+
+import builtins
+import math
+
+import numpy as np
+
+from ..backend import to_numpy
+from ..registry import defnondiff
+from ._axes import count, ndim_of, normalize_axes, reduced_shape
+from .cumulative import prod
+from .elementwise import astype, divide, multiply, sqrt, subtract, where
+from .indexing import argsort, take_along_axis
+from .math import isnan, logical_not
+from .reductions import max, min, sum, var
+from .shape import broadcast_to, getitem, reshape, stack, transpose
+
+# fmt: off
+_all = defnondiff("all", lambda x, axis=None, keepdims=False, *, xp=np: xp.all(x, axis=axis, keepdims=keepdims))
+_any = defnondiff("any", lambda x, axis=None, keepdims=False, *, xp=np: xp.any(x, axis=axis, keepdims=keepdims))
+_count_nonzero = defnondiff("count_nonzero", lambda x, axis=None, keepdims=False, *, xp=np:
+                            xp.count_nonzero(x, axis=axis, keepdims=keepdims))
+# fmt: on
+
+amax, amin = max, min
+
+
+def _shape(a):
+    return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+
+
+def all(a, axis=None, keepdims=False):
+    """Whether every element along ``axis`` is true (no gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.all(tg.Tensor([1.0, 0.0])).item()
+    False
+    """
+    return _all(a, axis=normalize_axes(a, axis, "all"), keepdims=keepdims)
+
+
+def any(a, axis=None, keepdims=False):
+    """Whether some element along ``axis`` is true (no gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.any(tg.Tensor([1.0, 0.0])).item()
+    True
+    """
+    return _any(a, axis=normalize_axes(a, axis, "any"), keepdims=keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """How many elements along ``axis`` are nonzero (no gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.count_nonzero(tg.Tensor([1.0, 0.0, 2.0])).item()
+    2
+    """
+    return _count_nonzero(a, axis=normalize_axes(a, axis, "count_nonzero"), keepdims=keepdims)
+
+
+def std(a, axis=None, ddof=0, keepdims=False):
+    """The standard deviation over ``axis``: ``sqrt(var(a, axis, ddof))``.
+
+    >>> import tapegrad as tg
+    >>> tg.std(tg.Tensor([1.0, 3.0]))
+    Tensor(1.)
+    """
+    return sqrt(var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def ptp(a, axis=None, keepdims=False):
+    """The range over ``axis``: ``max - min``.
+
+    >>> import tapegrad as tg
+    >>> tg.ptp(tg.Tensor([1.0, 4.0, 2.0]))
+    Tensor(3.)
+    """
+    return subtract(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """The weighted average over ``axis`` (``weights`` of ``a``'s shape, or 1-D along a single axis), as
+    ``np.average``; with ``returned=True`` also the sum of the weights.
+
+    >>> import tapegrad as tg
+    >>> tg.average(tg.Tensor([1.0, 3.0]), weights=tg.Tensor([3.0, 1.0]))
+    Tensor(1.5)
+    """
+    axes = normalize_axes(a, axis, "average")
+    if weights is None:
+        avg = sum(a, axis=axes, keepdims=keepdims) / count(_shape(a), axes)
+        scale = broadcast_to(avg.dtype.type(count(_shape(a), axes)), _shape(avg))
+        return (avg, scale) if returned else avg
+    shape, wshape = _shape(a), _shape(weights)
+    if wshape != shape:
+        if axes is None:
+            raise TypeError(f"average: weights of shape {wshape} for an input of shape {shape} need an axis")
+        if wshape != tuple(shape[i] for i in axes):
+            raise ValueError(f"average: weights of shape {wshape} do not match axis {axis} of shape {shape}")
+        weights = reshape(weights, tuple(n if i in axes else 1 for i, n in enumerate(shape)))
+    scale = sum(broadcast_to(weights, shape), axis=axes, keepdims=keepdims)
+    if np.any(np.asarray(_host(scale)) == 0.0):
+        raise ZeroDivisionError("average: the weights sum to zero, so they cannot be normalised")
+    avg = divide(sum(multiply(a, weights), axis=axes, keepdims=keepdims), scale)
+    return (avg, scale) if returned else avg
+
+
+def _host(t):
+    return to_numpy(t.data)
+
+
+# -- ignoring NaN -----------------------------------------------------------------------------------------------
+def _valid_count(a, axes, keepdims):
+    return sum(astype(logical_not(isnan(a)), dtype=a.dtype), axis=axes, keepdims=keepdims)
+
+
+def nansum(a, axis=None, keepdims=False):
+    """The sum over ``axis`` treating NaN as 0; NaN entries get gradient 0.
+
+    >>> import tapegrad as tg
+    >>> tg.nansum(tg.Tensor([1.0, float("nan"), 2.0]))
+    Tensor(3.)
+    """
+    return sum(where(isnan(a), 0.0, a), axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, keepdims=False):
+    """The mean over ``axis`` of the entries that are not NaN; NaN entries get gradient 0.
+
+    >>> import tapegrad as tg
+    >>> tg.nanmean(tg.Tensor([1.0, float("nan"), 2.0]))
+    Tensor(1.5)
+    """
+    axes = normalize_axes(a, axis, "nanmean")
+    return divide(nansum(a, axis=axes, keepdims=keepdims), _valid_count(a, axes, keepdims))
+
+
+def nanvar(a, axis=None, ddof=0, keepdims=False):
+    """The variance over ``axis`` of the entries that are not NaN (``ddof`` as ``var``).
+
+    >>> import tapegrad as tg
+    >>> tg.nanvar(tg.Tensor([1.0, float("nan"), 3.0]))
+    Tensor(1.)
+    """
+    axes = normalize_axes(a, axis, "nanvar")
+    missing = isnan(a)
+    centred = where(missing, 0.0, subtract(a, nanmean(a, axis=axes, keepdims=True)))
+    return divide(sum(centred * centred, axis=axes, keepdims=keepdims), _valid_count(a, axes, keepdims) - ddof)
+
+
+def nanstd(a, axis=None, ddof=0, keepdims=False):
+    """The standard deviation over ``axis`` of the entries that are not NaN.
+
+    >>> import tapegrad as tg
+    >>> tg.nanstd(tg.Tensor([1.0, float("nan"), 3.0]))
+    Tensor(1.)
+    """
+    return sqrt(nanvar(a, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def nanprod(a, axis=None, keepdims=False):
+    """The product over ``axis`` treating NaN as 1 (exact at zeros, as ``prod``).
+
+    >>> import tapegrad as tg
+    >>> tg.nanprod(tg.Tensor([2.0, float("nan"), 3.0]))
+    Tensor(6.)
+    """
+    return prod(where(isnan(a), 1.0, a), axis=axis, keepdims=keepdims)
+
+
+def _nan_extreme(a, axis, keepdims, fill, reduce, op):
+    axes = normalize_axes(a, axis, op)
+    missing = isnan(a)
+    out = reduce(where(missing, fill, a), axis=axes, keepdims=keepdims)
+    return where(all(missing, axis=axes, keepdims=keepdims), math.nan, out)
+
+
+def nanmax(a, axis=None, keepdims=False):
+    """The maximum over ``axis`` ignoring NaN (NaN for a slice of NaN only).
+
+    >>> import tapegrad as tg
+    >>> tg.nanmax(tg.Tensor([1.0, float("nan"), 2.0]))
+    Tensor(2.)
+    """
+    return _nan_extreme(a, axis, keepdims, -math.inf, max, "nanmax")
+
+
+def nanmin(a, axis=None, keepdims=False):
+    """The minimum over ``axis`` ignoring NaN (NaN for a slice of NaN only).
+
+    >>> import tapegrad as tg
+    >>> tg.nanmin(tg.Tensor([1.0, float("nan"), 2.0]))
+    Tensor(1.)
+    """
+    return _nan_extreme(a, axis, keepdims, math.inf, min, "nanmin")
+
+
+# -- order statistics ---------------------------------------------------------------------------------------------
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
+
+
+def _along_last(a, axes):
+    """``a`` with the reduced axes moved to the end and flattened into one: (rest..., n)."""
+    ndim = ndim_of(a)
+    axes = tuple(range(ndim)) if axes is None else axes
+    rest = tuple(i for i in range(ndim) if i not in axes)
+    moved = transpose(a, rest + axes) if rest + axes != tuple(range(ndim)) else a
+    shape = _shape(a)
+    return reshape(moved, tuple(shape[i] for i in rest) + (count(shape, axes),))
+
+
+def _order_statistics(a, axes, positions, op):
+    """The elements at the sorted ``positions`` of each reduction of ``a`` over ``axes``, by position (only
+    they are gathered, so only they are saved and get a gradient), and the reduced shape; a slice holding
+    NaN (which sorts last) gives NaN at every position."""
+    shape = _shape(a)
+    n = count(shape, axes)
+    if n == 0:
+        raise ValueError(f"{op}: needs at least one element to reduce, got shape {shape} and axis {axes}")
+    y = _along_last(a, axes)
+    wanted = sorted(set(positions) | {n - 1})
+    order = getitem(argsort(y, axis=-1), index=(..., np.asarray(wanted)))
+    picked = take_along_axis(y, order, axis=-1)
+    at = {p: getitem(picked, index=(..., j)) for j, p in enumerate(wanted)}
+    last = at[n - 1]
+    return {p: where(isnan(last), last, v) for p, v in at.items()}, n
+
+
+def _finish(values, q_shape, shape, axes, keepdims):
+    out_shape = (
+        tuple(1 if axes is None or i in axes else s for i, s in enumerate(shape))
+        if keepdims
+        else (reduced_shape(shape, axes))
+    )
+    if not q_shape:
+        return reshape(values[0], out_shape)
+    return reshape(stack(values, axis=0), q_shape + out_shape)
+
+
+def _quantile(a, q, axis, keepdims, method, op):
+    if method not in _METHODS:
+        raise NotImplementedError(f"{op}: method {method!r} is not supported; use one of {_METHODS}")
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)) or np.any(np.isnan(q)):
+        raise ValueError(f"{op}: the quantiles must lie in [0, 1] (percentiles in [0, 100]), got {q!r}")
+    axes = normalize_axes(a, axis, op)
+    shape = _shape(a)
+    n = count(shape, axes)
+    vis = [(n - 1) * float(v) for v in q.reshape(-1)] if n else []
+    lows = [math.floor(v) for v in vis]
+    highs = [builtins.min(lo + 1, n - 1) for lo in lows]
+    at, n = _order_statistics(a, axes, lows + highs + [math.ceil(v) for v in vis] + [round(v) for v in vis], op)
+    values = []
+    for v, lo, hi in zip(vis, lows, highs):
+        t = v - lo
+        below, above = at[lo], at[hi]
+        if method == "lower":
+            values.append(below)
+        elif method == "higher":
+            values.append(at[math.ceil(v)])
+        elif method == "nearest":
+            values.append(at[round(v)])  # halves to even, as NumPy's around
+        elif method == "midpoint":
+            values.append(below if lo == hi else (below + above) * 0.5)
+        elif t < 0.5:  # NumPy's lerp: a + t (b - a) below t = 1/2, b - (1 - t) (b - a) from there
+            values.append(below + (above - below) * t)
+        else:
+            values.append(above - (above - below) * (1 - t))
+    return _finish(values, q.shape, shape, axes, keepdims)
+
+
+def quantile(a, q, axis=None, keepdims=False, method="linear"):
+    """The ``q``-th quantile(s) over ``axis`` (q in [0, 1], a number or an array: its axes come first), by
+    NumPy's ``method`` (default "linear"); the gradient goes to the (one or two) order statistics it used.
+
+    >>> import tapegrad as tg
+    >>> tg.quantile(tg.Tensor([1.0, 2.0, 3.0, 4.0]), 0.5)
+    Tensor(2.5)
+    """
+    return _quantile(a, q, axis, keepdims, method, "quantile")
+
+
+def percentile(a, q, axis=None, keepdims=False, method="linear"):
+    """The ``q``-th percentile(s) over ``axis`` (q in [0, 100]), as ``quantile(a, q / 100)``.
+
+    >>> import tapegrad as tg
+    >>> tg.percentile(tg.Tensor([1.0, 2.0, 3.0, 4.0]), 25)
+    Tensor(1.75)
+    """
+    return _quantile(a, np.true_divide(q, 100), axis, keepdims, method, "percentile")
+
+
+def median(a, axis=None, keepdims=False):
+    """The median over ``axis``: the middle element, or the mean of the two middle ones (each gets half the
+    gradient).
+
+    >>> import tapegrad as tg
+    >>> tg.median(tg.Tensor([3.0, 1.0, 4.0, 2.0]))
+    Tensor(2.5)
+    """
+    axes = normalize_axes(a, axis, "median")
+    shape = _shape(a)
+    n = count(shape, axes)
+    middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+    at, n = _order_statistics(a, axes, middle, "median")
+    value = at[middle[0]] if n % 2 else (at[middle[0]] + at[middle[1]]) / 2
+    return _finish([value], (), shape, axes, keepdims)
