@@ -343,6 +343,10 @@ def full_like(a, fill_value, dtype=None):
     return out if dtype is None or out.dtype == dtype else astype(out, dtype=dtype)
 
 
+def _constant_of(x):
+    return Tensor._wrap(x._data) if isinstance(x, Tensor) else x
+
+
 def _indexed_shape(shape, index):
     return np.broadcast_to(np.zeros((), np.int8), shape)[index].shape
 
@@ -355,6 +359,14 @@ def _index_of(index):
     return np.asarray(index) if isinstance(index, list) else index
 
 
+def _value_for(x, v):
+    """An update value as index_update/index_add use it: a number stays one; an array moves into ``x``'s
+    library (tensors are left to the ops)."""
+    if isinstance(v, Tensor) or (not hasattr(v, "shape") and np.ndim(v) == 0):
+        return v
+    return _in_library_of(x, np.asarray(v) if isinstance(v, (list, tuple)) else v)
+
+
 def index_update(x, index, v):
     """``x`` with ``x[index] = v`` (``v`` broadcast to the indexed shape), recorded: ``x`` gets the gradient
     except where it was overwritten, ``v`` the gradient at ``index``. Where an integer index repeats a
@@ -364,20 +376,22 @@ def index_update(x, index, v):
     >>> tg.index_update(tg.Tensor([1.0, 2.0, 3.0]), np.array([0, 0]), tg.Tensor([8.0, 9.0]))
     Tensor([9., 2., 3.])
     """
-    index = _index_of(index)
+    index, v = _index_of(index), _value_for(x, v)
     shape = _shape(x)
     target = _indexed_shape(shape, index)
-    if _shape(v) != target:
+    number = not hasattr(v, "shape")
+    if not number and _shape(v) != target:
         v = broadcast_to(v, target)
     if _is_basic_index(index):
         return _index_update_op(x, v, index=_in_library_of(x, index))
     positions = _flat_positions(x)[index].reshape(-1)
     last = positions.size - 1 - np.unique(positions[::-1], return_index=True)[1]  # the last write to each
     keep = np.sort(last)
-    flat_v = reshape(v, (-1,))
-    if keep.size != positions.size:
-        flat_v = getitem(flat_v, index=keep)
-    out = _index_update_op(reshape(x, (-1,)), flat_v, index=_in_library_of(x, positions[keep]))
+    if not number:
+        v = reshape(v, (-1,))
+        if keep.size != positions.size:
+            v = getitem(v, index=keep)
+    out = _index_update_op(reshape(x, (-1,)), v, index=_in_library_of(x, positions[keep]))
     return reshape(out, shape)
 
 
@@ -389,9 +403,11 @@ def index_add(x, index, v):
     >>> tg.index_add(tg.Tensor([1.0, 2.0, 3.0]), np.array([0, 0]), tg.Tensor([8.0, 9.0]))
     Tensor([18.,  2.,  3.])
     """
-    index = _index_of(index)
+    index, v = _index_of(index), _value_for(x, v)
     shape = _shape(x)
     target = _indexed_shape(shape, index)
+    if not hasattr(v, "shape"):  # a number: made an array of x's library, dtype and the indexed shape
+        v = _full_like(getitem(_constant_of(x), index=index), fill_value=v)
     if _shape(v) != target:
         v = broadcast_to(v, target)
     dtype = getattr(x, "dtype", None)

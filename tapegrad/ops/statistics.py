@@ -278,12 +278,15 @@ def _quantile(a, q, axis, keepdims, method, op):
             values.append(at[math.ceil(v)])
         elif method == "nearest":
             values.append(at[round(v)])  # halves to even, as NumPy's around
-        elif method == "midpoint":
-            values.append(below if lo == hi else (below + above) * 0.5)
-        elif t < 0.5:  # NumPy's lerp: a + t (b - a) below t = 1/2, b - (1 - t) (b - a) from there
-            values.append(below + (above - below) * t)
         else:
-            values.append(above - (above - below) * (1 - t))
+            if method == "midpoint":  # halfway between the order statistics around v, or the one at v
+                t = 0.0 if v == lo else 0.5
+            if t == 0.0:
+                values.append(below)
+            elif t < 0.5:  # NumPy's lerp: a + t (b - a) below t = 1/2, b - (1 - t) (b - a) from there
+                values.append(below + (above - below) * t)
+            else:
+                values.append(above - (above - below) * (1 - t))
     return _finish(values, q.shape, shape, axes, keepdims)
 
 
