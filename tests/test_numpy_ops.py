@@ -212,6 +212,11 @@ def test_average_returns_the_sum_of_weights():
     expected, expected_scale = np.average(a, axis=1, weights=w, returned=True)
     np.testing.assert_array_equal(avg.numpy(), expected)
     np.testing.assert_array_equal(scale.numpy(), expected_scale)
+    avg, scale = tg.average(tg.Tensor(a.astype(np.float32)), axis=0, returned=True)
+    expected, expected_scale = np.average(a.astype(np.float32), axis=0, returned=True)
+    np.testing.assert_array_equal(avg.numpy(), expected)
+    np.testing.assert_array_equal(scale.numpy(), expected_scale)
+    assert scale.dtype == expected_scale.dtype == np.float32
     with pytest.raises(ZeroDivisionError, match="average"):
         tg.average(tg.Tensor(a), axis=1, weights=[1.0, -1.0])
 

@@ -216,10 +216,18 @@ isfinite = defnondiff("isfinite", np.isfinite, doc=_ex("tg.isfinite(tg.Tensor([f
                                                        "Tensor([False,  True])", "Where x is finite (no gradient)."))
 signbit = defnondiff("signbit", np.signbit, doc=_ex("tg.signbit(tg.Tensor([-0.0, 1.0]))", "Tensor([ True, False])",
                                                     "Where the sign bit is set, -0.0 included (no gradient)."))
-logical_and = defnondiff("logical_and", np.logical_and, doc="x1 and x2, elementwise (no gradient).")
-logical_or = defnondiff("logical_or", np.logical_or, doc="x1 or x2, elementwise (no gradient).")
-logical_xor = defnondiff("logical_xor", np.logical_xor, doc="x1 xor x2, elementwise (no gradient).")
-logical_not = defnondiff("logical_not", np.logical_not, doc="not x, elementwise (no gradient).")
+logical_and = defnondiff("logical_and", np.logical_and,
+                         doc=_ex("tg.logical_and(tg.Tensor([1.0, 0.0]), True)", "Tensor([ True, False])",
+                                 "x1 and x2, elementwise (no gradient)."))
+logical_or = defnondiff("logical_or", np.logical_or,
+                        doc=_ex("tg.logical_or(tg.Tensor([1.0, 0.0]), False)", "Tensor([ True, False])",
+                                "x1 or x2, elementwise (no gradient)."))
+logical_xor = defnondiff("logical_xor", np.logical_xor,
+                         doc=_ex("tg.logical_xor(tg.Tensor([1.0, 0.0]), True)", "Tensor([False,  True])",
+                                 "x1 xor x2, elementwise (no gradient)."))
+logical_not = defnondiff("logical_not", np.logical_not,
+                         doc=_ex("tg.logical_not(tg.Tensor([1.0, 0.0]))", "Tensor([False,  True])",
+                                 "not x, elementwise (no gradient)."))
 # fmt: on
 
 

@@ -27,7 +27,7 @@ from ..registry import defnondiff
 from ._axes import count, ndim_of, normalize_axes, reduced_shape
 from .cumulative import prod
 from .elementwise import astype, divide, multiply, sqrt, subtract, where
-from .indexing import argsort, take_along_axis
+from .indexing import argsort, full_like, take_along_axis
 from .math import isnan, logical_not
 from .reductions import max, min, sum, var
 from .shape import broadcast_to, getitem, reshape, stack, transpose
@@ -107,8 +107,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     axes = normalize_axes(a, axis, "average")
     if weights is None:
         avg = sum(a, axis=axes, keepdims=keepdims) / count(_shape(a), axes)
-        scale = broadcast_to(avg.dtype.type(count(_shape(a), axes)), _shape(avg))
-        return (avg, scale) if returned else avg
+        return (avg, full_like(avg, count(_shape(a), axes))) if returned else avg
     shape, wshape = _shape(a), _shape(weights)
     if wshape != shape:
         if axes is None:
