@@ -7,22 +7,10 @@ the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 import numpy as np
 
 from .arrange import (
-    append,
-    array_split,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    broadcast_arrays,
-    column_stack,
-    dsplit,
-    dstack,
     flatten,
     flip,
     fliplr,
     flipud,
-    hsplit,
-    hstack,
-    meshgrid,
     moveaxis,
     pad,
     ravel,
@@ -30,13 +18,15 @@ from .arrange import (
     roll,
     rollaxis,
     rot90,
-    row_stack,
-    split,
     tile,
-    vsplit,
-    vstack,
 )
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
+from .creation import (
+    full,
+    full_like,
+    ones_like,
+    zeros_like,
+)
 from .cumulative import cumprod, cumsum, prod
 from .elementwise import (
     absolute,
@@ -63,22 +53,31 @@ from .elementwise import (
 from .indexing import (
     argpartition,
     argsort,
-    compress,
-    delete,
-    extract,
-    full,
-    full_like,
     index_add,
     index_update,
-    insert,
-    ones_like,
     partition,
     scatter_along_axis,
-    select,
     sort,
     take,
     take_along_axis,
-    zeros_like,
+)
+from .joining import (
+    append,
+    array_split,
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_arrays,
+    column_stack,
+    dsplit,
+    dstack,
+    hsplit,
+    hstack,
+    meshgrid,
+    row_stack,
+    split,
+    vsplit,
+    vstack,
 )
 from .linalg import matmul
 from .linear import (
@@ -155,7 +154,15 @@ from .math import (
     tan,
     trunc,
 )
+from .quantiles import median, percentile, quantile
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, sum, var
+from .selection import (
+    compress,
+    delete,
+    extract,
+    insert,
+    select,
+)
 from .shape import (
     broadcast_to,
     concatenate,
@@ -175,7 +182,6 @@ from .statistics import (
     any,
     average,
     count_nonzero,
-    median,
     nanmax,
     nanmean,
     nanmin,
@@ -183,9 +189,7 @@ from .statistics import (
     nanstd,
     nansum,
     nanvar,
-    percentile,
     ptp,
-    quantile,
     std,
 )
 

@@ -10,20 +10,20 @@ Ops with their own rules:
   by construction (the index is deduplicated first), and only that value gets the gradient.
 
 Public functions composed of ops: ``take`` (``getitem``), ``sort`` and ``partition`` (``take_along_axis`` of
-``argsort``/``argpartition``: the gradient follows the permutation), ``select`` (``where``), ``compress``,
-``extract``, ``delete`` and ``insert`` (``getitem`` with the positions NumPy's own function computes on an
-array of element ids), ``index_add`` (``x + scatter(v)``), ``full``/``full_like`` with a tensor fill value
-(``broadcast_to``). ``At(x)[index].set(v)`` / ``.add(v)`` is JAX's ``x.at[index]`` spelling.
+``argsort``/``argpartition``: the gradient follows the permutation) and ``index_add`` (``x + scatter(v)``).
+``At(x)[index].set(v)`` / ``.add(v)`` is JAX's ``x.at[index]`` spelling. Selections and insertions live in
+``selection.py``, constant-shaped results in ``creation.py``.
 """
 
 import numpy as np
 
-from ..backend import NUMPY, backend_of, to_numpy
+from ..backend import NUMPY, backend_of
 from ..registry import _is_basic_index, defnondiff, defop, numpy_rules
 from ..tensor import Tensor
 from ._axes import ndim_of, normalize_axes
-from .elementwise import add, astype, where
-from .shape import broadcast_to, concatenate, getitem, reshape, scatter
+from .creation import _full_like
+from .elementwise import add, astype
+from .shape import broadcast_to, getitem, reshape, scatter
 
 
 def _data(a):
@@ -110,13 +110,6 @@ _index_update_op = defop(
 _argsort = defnondiff("argsort", lambda x, axis=-1, kind=None, *, xp=np: xp.argsort(x, axis=axis)
                       if kind is None else xp.argsort(x, axis=axis, kind=kind))
 _argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis))
-zeros_like = defnondiff("zeros_like", lambda a, dtype=None, *, xp=np: xp.zeros_like(a, dtype=dtype),
-                        doc="Zeros of ``a``'s shape, dtype and array library (no gradient).\n\n>>> import tapegrad as tg\n"
-                            ">>> tg.zeros_like(tg.Tensor([1.0, 2.0]))\nTensor([0., 0.])")
-ones_like = defnondiff("ones_like", lambda a, dtype=None, *, xp=np: xp.ones_like(a, dtype=dtype),
-                       doc="Ones of ``a``'s shape, dtype and array library (no gradient).\n\n>>> import tapegrad as tg\n"
-                           ">>> tg.ones_like(tg.Tensor([1.0, 2.0]))\nTensor([1., 1.])")
-_full_like = defnondiff("full_like", lambda a, fill_value, dtype=None, *, xp=np: xp.full_like(a, fill_value, dtype=dtype))
 # fmt: on
 
 
@@ -229,118 +222,8 @@ def take(a, indices, axis=None, mode="raise"):
     return getitem(a, index=(slice(None),) * axis + (index, ...))
 
 
-def select(condlist, choicelist, default=0):
-    """The element of the first choice whose condition holds, else ``default``, as ``np.select``.
-
-    >>> import tapegrad as tg
-    >>> x = tg.Tensor([-1.0, 0.5, 2.0])
-    >>> tg.select([x < 0, x < 1], [-x, x * 10], default=x)
-    Tensor([1., 5., 2.])
-    """
-    condlist, choicelist = list(condlist), list(choicelist)
-    if len(condlist) != len(choicelist):
-        raise ValueError(f"select: {len(condlist)} conditions for {len(choicelist)} choices; give one per choice")
-    if not condlist:
-        raise ValueError("select: needs at least one condition")
-    out = default
-    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
-        out = where(cond, choice, out)
-    return out
-
-
 def _flat_positions(a):
     return np.arange(int(np.prod(_shape(a), dtype=np.int64))).reshape(_shape(a))
-
-
-def compress(condition, a, axis=None):
-    """The slices of ``a`` along ``axis`` (None: elements of the flattened input) where ``condition`` holds.
-
-    >>> import tapegrad as tg
-    >>> tg.compress([False, True, True], tg.Tensor([1.0, 2.0, 3.0]))
-    Tensor([2., 3.])
-    """
-    keep = np.nonzero(np.asarray(_host(condition), dtype=bool).reshape(-1))[0]
-    if axis is None:
-        a, axis = reshape(a, (-1,)), 0
-    (axis,) = normalize_axes(a, axis, "compress")
-    if keep.size and keep[-1] >= _shape(a)[axis]:
-        raise IndexError(f"compress: a condition of length {keep[-1] + 1} or more for an axis of {_shape(a)[axis]}")
-    return getitem(a, index=(slice(None),) * axis + (keep, ...))
-
-
-def extract(condition, arr):
-    """The elements of ``arr`` where ``condition`` is nonzero, flattened, as ``np.extract``.
-
-    >>> import tapegrad as tg
-    >>> tg.extract([[True, False], [False, True]], tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
-    Tensor([1., 4.])
-    """
-    return getitem(reshape(arr, (-1,)), index=np.nonzero(np.asarray(_host(condition)).reshape(-1))[0])
-
-
-def _host(a):
-    d = _data(a)
-    return d if isinstance(d, (list, tuple, np.ndarray, int, float, bool)) else to_numpy(d)
-
-
-def delete(arr, obj, axis=None):
-    """``arr`` without the entries ``obj`` (an index, slice or indices) along ``axis`` (None: flattened).
-
-    >>> import tapegrad as tg
-    >>> tg.delete(tg.Tensor([1.0, 2.0, 3.0]), 1)
-    Tensor([1., 3.])
-    """
-    if axis is not None:
-        (axis,) = normalize_axes(arr, axis, "delete")
-    return getitem(reshape(arr, (-1,)), index=np.delete(_flat_positions(arr), obj, axis=axis))
-
-
-def insert(arr, obj, values, axis=None):
-    """``values`` inserted before ``obj`` along ``axis`` (None: flattened), with NumPy's rules for ``obj``
-    and for broadcasting ``values``; a value broadcast to several places gets all their gradients.
-
-    >>> import tapegrad as tg
-    >>> tg.insert(tg.Tensor([1.0, 2.0]), 1, tg.Tensor(9.0))
-    Tensor([1., 9., 2.])
-    """
-    if axis is not None:
-        (axis,) = normalize_axes(arr, axis, "insert")
-    ids = _flat_positions(arr)
-    values_ids = ids.size + np.arange(int(np.prod(_shape(values), dtype=np.int64))).reshape(_shape(values))
-    index = np.insert(ids, obj, values_ids, axis=axis)
-    dtype = arr.dtype if hasattr(arr, "dtype") else None
-    if isinstance(values, Tensor) and dtype is not None and values.dtype != dtype:
-        values = astype(values, dtype=dtype)  # NumPy casts the values to the array's dtype
-    return getitem(concatenate([reshape(arr, (-1,)), reshape(values, (-1,))]), index=index)
-
-
-def full(shape, fill_value, dtype=None):
-    """A tensor of ``shape`` filled with ``fill_value``; a tensor fill value gets the gradient (summed).
-
-    >>> import tapegrad as tg
-    >>> tg.full((2,), tg.Tensor(3.0))
-    Tensor([3., 3.])
-    """
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
-    if not isinstance(fill_value, Tensor):
-        return Tensor._wrap(np.full(shape, fill_value, dtype=dtype))
-    out = broadcast_to(fill_value, shape)
-    return out if dtype is None or out.dtype == dtype else astype(out, dtype=dtype)
-
-
-def full_like(a, fill_value, dtype=None):
-    """A tensor of ``a``'s shape and dtype (or ``dtype``) filled with ``fill_value``; a tensor fill value gets
-    the gradient (summed).
-
-    >>> import tapegrad as tg
-    >>> tg.full_like(tg.Tensor([1.0, 2.0]), 0.5)
-    Tensor([0.5, 0.5])
-    """
-    if not isinstance(fill_value, Tensor):
-        return _full_like(a, fill_value=fill_value, dtype=dtype)
-    out = broadcast_to(fill_value, _shape(a))
-    dtype = dtype if dtype is not None else getattr(a, "dtype", None)
-    return out if dtype is None or out.dtype == dtype else astype(out, dtype=dtype)
 
 
 def _constant_of(x):
