@@ -1,7 +1,7 @@
-"""Op-table rows for tapegrad/ops/arrange.py: flip, roll and pad (ops), and the shape functions composed of
-ops. Functions returning several tensors (the splits, ``meshgrid``, ``broadcast_arrays``, ``atleast_*`` of
-several inputs) are checked through one tensor built from all of them, each piece scaled differently so that
-a gradient sent to the wrong piece shows.
+"""Op-table rows for tapegrad/ops/arrange.py and joining.py: flip, roll and pad (ops), and the shape functions
+composed of ops. Functions returning several tensors (the splits, ``meshgrid``, ``broadcast_arrays``,
+``atleast_*`` of several inputs) are checked through one tensor built from all of them, each piece scaled
+differently so that a gradient sent to the wrong piece shows.
 
 ``pad`` covers every supported mode, pads wider than the input (reflect and wrap then repeat) and size-1 axes.
 """

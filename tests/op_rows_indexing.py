@@ -1,6 +1,6 @@
-"""Op-table rows for tapegrad/ops/indexing.py: take_along_axis, its adjoint scatter_along_axis and
-index_update (ops), and sort, partition, take, select, compress, extract, delete, insert, full, full_like and
-index_add (composed of ops).
+"""Op-table rows for tapegrad/ops/indexing.py, selection.py and creation.py: take_along_axis, its adjoint
+scatter_along_axis and index_update (ops), and sort, partition, take, select, compress, extract, delete,
+insert, full, full_like and index_add (composed of ops).
 
 Indices repeat on purpose (the gradients must accumulate, or for ``index_update`` go to the last write only);
 sort and partition draw distinct values, so no tie reorders within the finite-difference step.

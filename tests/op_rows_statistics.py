@@ -1,4 +1,5 @@
-"""Op-table rows for products, running totals and statistics (tapegrad/ops/cumulative.py, statistics.py).
+"""Op-table rows for products, running totals and statistics (tapegrad/ops/cumulative.py, statistics.py,
+quantiles.py).
 
 ``prod`` and ``cumprod`` draw from the "zeros" domain, so reductions with no zero, one zero and several zeros
 all occur (exact zeros, where a rule dividing by x would fail). Order statistics (``median``, ``percentile``,
