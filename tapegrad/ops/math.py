@@ -4,10 +4,10 @@ Trigonometric and hyperbolic functions and their inverses, logarithms and expone
 ``hypot``, ``logaddexp``, ``sinc``, ``copysign``, ``float_power``, ``fmax``/``fmin``, the remainders, and
 ``nan_to_num``. Binary ops broadcast as NumPy does (``broadcast=True``: rules return the output's shape).
 
-Zero gradients. ``floor``, ``ceil``, ``round``, ``rint``, ``trunc`` and ``fix`` are piecewise constant: their
-derivative is 0 wherever it exists, so their result is a constant (``defnondiff``, as ``sign``): a program
-using them gets exactly the gradient it would with a zero rule, nothing is recorded or saved for them, and
-``tg.grad`` of a function of them alone is 0 (no input is connected). ``heaviside(x1, x2)`` is an op: its
+Zero gradients. ``floor``, ``ceil``, ``round``, ``rint``, ``trunc``, ``fix`` and ``floor_divide`` are
+piecewise constant: their derivative is 0 wherever it exists, so their result is a constant (``defnondiff``,
+as ``sign``): a program using them gets exactly the gradient it would with a zero rule, nothing is recorded
+or saved for them, and ``tg.grad`` of a function of them alone is 0 (no input is connected). ``heaviside(x1, x2)`` is an op: its
 derivative in ``x1`` is 0, in ``x2`` (the value at ``x1 == 0``) it is 1 where ``x1 == 0``. The same goes for
 ``copysign``'s second input. A zero gradient arrives as ``None`` (no gradient), never as a product with 0.
 
@@ -207,6 +207,9 @@ rint = defnondiff("rint", forward(np.rint, "round"), doc=_ex("tg.rint(tg.Tensor(
                                                              "x rounded to the nearest integer, halves to even (no gradient)."))
 fix = defnondiff("fix", forward(np.fix, "trunc"), doc=_ex("tg.fix(tg.Tensor([1.5, -1.5]))", "Tensor([ 1., -1.])",
                                                           "x rounded towards 0, as trunc (no gradient)."))
+floor_divide = defnondiff("floor_divide", np.floor_divide,
+                          doc=_ex("tg.floor_divide(tg.Tensor([7.0, -7.0]), 2.0)", "Tensor([ 3., -4.])",
+                                  "floor(x1 / x2), Python's // (no gradient: its derivative is 0)."))
 _round = defnondiff("round", lambda x, decimals=0, *, xp=np: xp.round(x) if decimals == 0 else xp.round(x, decimals=decimals))
 isnan = defnondiff("isnan", np.isnan, doc=_ex("tg.isnan(tg.Tensor([float('nan'), 1.0]))", "Tensor([ True, False])",
                                               "Where x is NaN (no gradient)."))
