@@ -2,7 +2,7 @@
 :func:`unbroadcast`, the one place where broadcasting is undone.
 
 >>> import numpy as np
->>> from tapegrad.backend import numpy_rules
+>>> from tapegrad.backend.numpy_rules import numpy_rules
 >>> unbroadcast(numpy_rules, np.ones((2, 3)), (3,))
 array([2., 2., 2.])
 """

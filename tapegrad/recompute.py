@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 
 from ._state import ACTIVE, WATCHED, is_recording
-from .backend import numpy_rules
+from .backend.numpy_rules import numpy_rules
 from .core import BaseTape, Node, keep_pending, stop_recording
 from .core.node import SRCS
 from .registry import defop

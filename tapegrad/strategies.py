@@ -7,6 +7,8 @@ values come from a named *domain* so that finite differences are meaningful for 
 - ``"positive"``: [0.25, 2] (log, sqrt, the base of a power).
 - ``"nonzero"``: 0.25 <= |x| <= 2 (division, relu and abs away from their kink).
 - ``"unit"``: [-0.9, 0.9].
+- ``"zeros"``: as ``"real"``, with exact zeros among the values (about a third of them): for ops whose rules
+  must handle zeros exactly, such as ``prod`` and ``cumprod``.
 - ``"distinct"``: the values of all inputs together are at least 0.15 apart and at least 0.075 from 0 and
   ±0.5, so max/min/maximum/minimum/clip/relu/abs meet no tie or kink within the finite-difference step.
 
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 FLOAT_DTYPES = (np.float32, np.float64)
-DOMAINS = ("real", "positive", "nonzero", "unit", "distinct")
+DOMAINS = ("real", "positive", "nonzero", "unit", "distinct", "zeros")
 MAX_DIMS, MAX_SIDE = 4, 3
 
 _FLOATS = dict(allow_nan=False, allow_infinity=False, allow_subnormal=False)
@@ -50,6 +52,7 @@ _ELEMENTS = {
     "positive": st.floats(0.25, 2.0, **_FLOATS),
     "nonzero": st.floats(0.25, 2.0, **_FLOATS) | st.floats(-2.0, -0.25, **_FLOATS),
     "unit": st.floats(-0.9, 0.9, **_FLOATS),
+    "zeros": st.one_of(st.just(0.0), st.floats(-2.0, 2.0, **_FLOATS), st.floats(-2.0, 2.0, **_FLOATS)),
 }
 _GRID, _JITTER = 0.25, 0.05  # "distinct" values: a shuffled grid k * 0.25 + 0.125, each moved by at most 0.05
 

@@ -28,7 +28,7 @@ class OpCase:
     fn: Callable  # fn(*tensors, **kwargs) -> Tensor
     ref: Callable  # ref(*arrays, **kwargs) -> array, NumPy's answer
     arity: int
-    domain: str = "real"  # real | positive | nonzero | distinct (no near-ties) | unit (-0.9..0.9)
+    domain: str = "real"  # real | positive | nonzero | distinct (no near-ties) | unit (-0.9..0.9) | zeros
     examples: tuple = ()  # ((shape, shape, ...), kwargs) pairs for the fixed-input tests
     axis_kwargs: bool = False  # takes axis/keepdims: property tests draw them with valid_tuple_axes
     broadcasting: bool = False  # inputs broadcast against each other
@@ -350,6 +350,10 @@ def draw_values(rng, shape, domain, dtype=np.float64):
         a = rng.uniform(0.5, 2.0, shape)
     elif domain == "nonzero":
         a = rng.uniform(0.3, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+    elif domain == "unit":
+        a = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "zeros":  # about a third exact zeros, for rules that must handle them exactly
+        a = np.where(rng.uniform(0, 1, shape) < 1 / 3, 0.0, rng.standard_normal(shape))
     elif domain == "distinct":
         n = int(np.prod(shape, dtype=np.int64))
         a = (rng.permutation(n) * 0.37 - n * 0.18 + rng.uniform(0, 0.05, n)).reshape(shape) / max(n, 1)

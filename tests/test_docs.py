@@ -158,7 +158,9 @@ def test_the_built_top_level_page_has_an_entry_per_public_name(site):
     html = (site / "api" / "tapegrad" / "index.html").read_text()
     ops = set(_public("tapegrad.ops"))
     missing = [
-        n for n in _public("tapegrad") if f"tapegrad.{n}" not in API and n not in ops and f'id="tapegrad.{n}"' not in html
+        n
+        for n in _public("tapegrad")
+        if f"tapegrad.{n}" not in API and n not in ops and f'id="tapegrad.{n}"' not in html
     ]
     assert not missing, f"docs/api/tapegrad.md renders no entry for {missing}"
 

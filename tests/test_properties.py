@@ -19,7 +19,7 @@ import tapegrad as tg
 from tapegrad import strategies as tgst
 from tapegrad import tape
 from tapegrad._shapes import unbroadcast
-from tapegrad.backend import numpy_rules
+from tapegrad.backend.numpy_rules import numpy_rules
 from tapegrad.registry import defop
 
 IDS = [case.name for case in OPS]

@@ -18,7 +18,6 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
 from ._index import is_basic_index
 from .core import NUMPY, Backend, backend_of, common_backend, register
 from .facts import all_finite, is_array, is_complex, is_floating, itemsize, memory_root, nbytes, to_numpy
-from .numpy_rules import numpy_rules
 from .spellings import MissingFunction, NumpySpellings, cupy_spellings, numpy_like_spellings
 
 __all__ = [

@@ -30,7 +30,8 @@ import numpy as np
 
 from .._shapes import Shape, unbroadcast
 from .._state import ACTIVE, CLOCK, modified_since
-from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, numpy_rules, to_numpy
+from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, to_numpy
+from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
 from ..tensor import Tensor
 from .hooks import LIVE, run_hooks

@@ -6,7 +6,7 @@ Indexing scatters the gradient back with an add, so repeated integer indices acc
 
 import numpy as np
 
-from ..backend import numpy_rules
+from ..backend.numpy_rules import numpy_rules
 from ..registry import defop
 from ._axes import ndim_of, normalize_axes
 
