@@ -6,6 +6,7 @@ the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 
 import numpy as np
 
+from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
 from .elementwise import (
     absolute,
@@ -55,15 +56,22 @@ __all__ = [
     "concatenate",
     "cos",
     "divide",
+    "elu",
     "equal",
+    "erf",
+    "erfc",
     "exp",
     "expand_dims",
+    "gelu",
     "getitem",
     "greater",
     "greater_equal",
+    "hardtanh",
+    "leaky_relu",
     "less",
     "less_equal",
     "log",
+    "log_sigmoid",
     "log_softmax",
     "logsumexp",
     "matmul",
@@ -77,12 +85,16 @@ __all__ = [
     "not_equal",
     "power",
     "relu",
+    "relu6",
     "reshape",
     "scatter",
+    "selu",
     "sigmoid",
     "sign",
+    "silu",
     "sin",
     "softmax",
+    "softplus",
     "sqrt",
     "squeeze",
     "stack",
