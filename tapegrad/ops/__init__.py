@@ -8,6 +8,7 @@ import numpy as np
 
 from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .elementwise import (
     absolute,
     add,
@@ -31,6 +32,7 @@ from .elementwise import (
     where,
 )
 from .linalg import matmul
+from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, sum, var
 from .shape import (
     broadcast_to,
@@ -47,13 +49,21 @@ from .shape import (
 
 __all__ = [
     "absolute",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
     "add",
     "argmax",
     "argmin",
     "astype",
+    "avg_pool1d",
+    "avg_pool2d",
     "broadcast_to",
     "clip",
     "concatenate",
+    "conv1d",
+    "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "cos",
     "divide",
     "elu",
@@ -62,6 +72,7 @@ __all__ = [
     "erfc",
     "exp",
     "expand_dims",
+    "fold",
     "gelu",
     "getitem",
     "greater",
@@ -76,6 +87,8 @@ __all__ = [
     "logsumexp",
     "matmul",
     "max",
+    "max_pool1d",
+    "max_pool2d",
     "maximum",
     "mean",
     "min",
@@ -103,6 +116,7 @@ __all__ = [
     "swapaxes",
     "tanh",
     "transpose",
+    "unfold",
     "var",
     "where",
 ]

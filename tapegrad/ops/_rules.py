@@ -9,6 +9,9 @@ arrays (at full speed, in their library) otherwise.
 
 from __future__ import annotations
 
+from ..backend import NUMPY, backend_of
+from ..tensor import Tensor
+
 
 def recorded(xp) -> bool:
     """Whether a rule runs on a recorded replay (``xp`` is tapegrad's own namespace, its values tensors)."""
@@ -20,3 +23,15 @@ def call(xp, fn, *args, **params):
     if recorded(xp):
         return fn(*args, **params)
     return fn.op.forward(*args, xp=xp, **params)
+
+
+def constants(xp, like):
+    """The namespace a rule builds constants with (masks, divisors): plain arrays of ``like``'s library."""
+    if not recorded(xp):
+        return xp
+    return (backend_of(like._data) or NUMPY).fx
+
+
+def data(value):
+    """The array of a tensor (a recorded replay's value), or the value itself."""
+    return value._data if isinstance(value, Tensor) else value
