@@ -32,6 +32,7 @@ from .elementwise import (
     where,
 )
 from .linalg import matmul
+from .norm import standardize
 from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, sum, var
 from .shape import (
@@ -111,6 +112,7 @@ __all__ = [
     "sqrt",
     "squeeze",
     "stack",
+    "standardize",
     "subtract",
     "sum",
     "swapaxes",
