@@ -28,10 +28,11 @@ def _mask_parts(mask, what, shape, name):
     if mask is None:
         return None, None
     array = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
-    if array.size != np.prod(shape) and array.ndim == len(shape) - 1:
-        shape = (1,) * (len(shape) - array.ndim) + tuple(array.shape)  # (L, S): the same for every batch and head
-    elif array.size != np.prod(shape):
-        raise ValueError(f"{name}: {what} of shape {array.shape} does not fit {shape}")
+    if array.size != np.prod(shape):  # e.g. (L, S): the same for every batch and head
+        fits = array.ndim <= len(shape) and all(a in (1, b) for a, b in zip(array.shape[::-1], shape[::-1]))
+        if not fits:
+            raise ValueError(f"{name}: {what} of shape {array.shape} does not fit the attention scores {shape}")
+        shape = (1,) * (len(shape) - array.ndim) + tuple(array.shape)
     if array.dtype == bool:
         return ~array.reshape(shape), None
     return None, (ops.reshape(mask, shape) if isinstance(mask, Tensor) else array.reshape(shape))
