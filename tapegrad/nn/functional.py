@@ -149,7 +149,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> tg.nn.functional.linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5]))
     Tensor([[3.5]])
     """
-    out = ops.matmul(x, ops.transpose(weight))
+    if x.ndim > 2:  # (..., in) as one (rows, in) matrix: one product each way, no batch of small ones to sum
+        out = ops.reshape(ops.matmul(ops.reshape(x, (-1, x.shape[-1])), ops.transpose(weight)), x.shape[:-1] + (-1,))
+    else:
+        out = ops.matmul(x, ops.transpose(weight))
     return out if bias is None else out + bias
 
 

@@ -69,6 +69,7 @@ def _fraction_erfc(a, xp):
 
 def _erf_parts(x, xp):
     """(erf(|x|), erfc(|x|)), each accurate on its own (no 1 - erf where erf is near 1)."""
+    xp = numpy_rules if xp is np else xp  # NumPy spells astype as a method before 2.0
     a = xp.abs(x)
     small = a < 1.5
     s = _series_erf(xp.where(small, a, 0.0), xp)  # each branch sees only arguments inside its range
