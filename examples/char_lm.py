@@ -202,7 +202,8 @@ def _train(args) -> dict:
     say(f"\n--- sampled after {args.steps} steps ({seconds:.0f} s, {1000 * seconds / args.steps:.0f} ms a step) ---")
     say(after)
     if args.plot and history["step"]:
-        save_curve(history, args.plot, f"character-level {args.arch} on {args.module}.py")
+        name = "GRU" if args.arch == "gru" else "Transformer"
+        save_curve(history, args.plot, f"character-level {name} on {args.module}.py")
         say(f"\ncurve saved to {args.plot}")
     return {"history": history, "before": before, "after": after, "model": model, "chars": chars, "seconds": seconds}
 
