@@ -12,6 +12,7 @@ from tapegrad import nn
 F = nn.functional
 SEEDS = [0, 1, 2]
 REDUCTIONS = ["mean", "sum", "none"]
+pytestmark = pytest.mark.filterwarnings("ignore:reduction. 'mean' divides:UserWarning")  # torch's KLDivLoss advice
 
 
 def _case(name, rng):

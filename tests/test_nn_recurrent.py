@@ -105,6 +105,21 @@ def test_sequence_layers_pass_gradcheck(name):
     assert tg.gradgradcheck(lambda x: cell(x)[0] * cell(x)[1], rng.standard_normal((2, 2)))
 
 
+@pytest.mark.parametrize("name", ["RNNCell", "GRUCell", "LSTMCell"])
+def test_cells_pass_gradcheck_in_input_state_and_weights(name):
+    cell = getattr(nn, name)(3, 2, rng=0)
+    rng = np.random.default_rng(0)
+    x, h = rng.standard_normal((2, 3)), rng.standard_normal((2, 2))
+
+    def fn(x, h, w_ih, w_hh, b_ih, b_hh):
+        cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh = w_ih, w_hh, b_ih, b_hh
+        out = cell(x, (h, h * 0.5)) if name == "LSTMCell" else cell(x, h)
+        return out[0] + out[1] if name == "LSTMCell" else out
+
+    params = [p.data for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
+    assert tg.gradcheck(fn, x, h, *params)
+
+
 def test_dropout_between_layers_is_seeded_and_checkpointed():
     x = tg.Tensor(np.random.default_rng(0).standard_normal((6, 2, 3)))
     a, b = nn.GRU(3, 4, num_layers=2, dropout=0.5, rng=0), nn.GRU(3, 4, num_layers=2, dropout=0.5, rng=0)
