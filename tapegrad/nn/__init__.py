@@ -55,7 +55,7 @@ from .functional import (
     nll_loss,
     smooth_l1_loss,
 )
-from .layers import Dropout, Embedding, Flatten, Identity, Linear, ReLU, Sequential, Sigmoid, Tanh, Unflatten
+from .layers import Dropout, Linear, ReLU, Sequential, Sigmoid, Tanh
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -71,6 +71,7 @@ from .loss import (
 from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .shape import Embedding, Flatten, Identity, Unflatten
 
 __all__ = [
     "Module",
