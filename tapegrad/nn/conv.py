@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from ..ops import _windows as W
 from ..tensor import Tensor
 from . import functional as F
 from .init import generator
@@ -36,6 +35,27 @@ __all__ = [
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
+def _ntuple(value, d: int, what: str, name: str) -> tuple:
+    items = tuple(value) if isinstance(value, (tuple, list)) else (value,) * d
+    if len(items) != d or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
+        raise ValueError(f"{name}: {what} must be an int or {d} ints, got {value!r}")
+    return tuple(int(v) for v in items)
+
+
+def _padding_pairs(padding, kernel, stride, dilation, name) -> tuple:
+    """The (before, after) padding of each spatial axis, checked as PyTorch checks it when a layer is built."""
+    if padding == "valid":
+        return tuple((0, 0) for _ in kernel)
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{name}: padding='same' needs stride 1 (got {stride}); pad explicitly for strides")
+        total = [dl * (k - 1) for k, dl in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in total)  # the odd one at the end, as PyTorch
+    if isinstance(padding, str) or any(p < 0 for p in padding):
+        raise ValueError(f"{name}: padding must be ints >= 0, 'same' or 'valid', got {padding!r}")
+    return tuple((p, p) for p in padding)
+
+
 class _ConvNd(Module):
     _d = 0
     _transposed = False
@@ -52,13 +72,14 @@ class _ConvNd(Module):
             allowed = ("zeros",) if self._transposed else _PADDING_MODES
             raise ValueError(f"{name}: padding_mode must be one of {allowed}, got {padding_mode!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = W.ntuple(kernel_size, d, "kernel_size", name)
-        self.stride, self.dilation = W.ntuple(stride, d, "stride", name), W.ntuple(dilation, d, "dilation", name)
-        W.check_positive(self.kernel_size + self.stride + self.dilation, "kernel_size, stride and dilation", name)
-        self.padding = padding if isinstance(padding, str) else W.ntuple(padding, d, "padding", name)
-        self._pairs = W.padding_pairs(self.padding, d, self.kernel_size, self.stride, self.dilation, name)
+        self.kernel_size = _ntuple(kernel_size, d, "kernel_size", name)
+        self.stride, self.dilation = _ntuple(stride, d, "stride", name), _ntuple(dilation, d, "dilation", name)
+        if min(self.kernel_size + self.stride + self.dilation) < 1:
+            raise ValueError(f"{name}: kernel_size, stride and dilation must be >= 1")
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, d, "padding", name)
+        self._pairs = _padding_pairs(self.padding, self.kernel_size, self.stride, self.dilation, name)
         self.padding_mode = padding_mode
-        self.output_padding = W.ntuple(output_padding, d, "output_padding", name)
+        self.output_padding = _ntuple(output_padding, d, "output_padding", name)
         shape = (in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups)
         shape += self.kernel_size
         bound = 1.0 / math.sqrt(shape[1] * math.prod(self.kernel_size))
