@@ -1,6 +1,7 @@
 """Every example runs in a fast mode and reaches a real outcome, so none of them can rot."""
 
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -80,7 +81,9 @@ def test_newton_converges_fast_where_gradient_descent_does_not():
 
 
 def _script(*args):
-    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=EXAMPLES)
+    # this checkout's tapegrad, whatever an installed copy may be
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, cwd=EXAMPLES, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr
 
@@ -94,3 +97,55 @@ def test_classify_digits_runs_as_a_script_with_a_progress_bar(tmp_path):
     pytest.importorskip("tqdm")
     out = _script("classify_digits.py", "--epochs", "1", "--no-plot", "--progress", "--out", str(tmp_path))
     assert "epoch   1/1" in out and "batch" in out and "test accuracy" in out
+
+
+def _png(path):
+    data = path.read_bytes()
+    return data.startswith(b"\x89PNG") and len(data) > 5000
+
+
+def test_cnn_digits_learns_in_two_epochs_and_reports_its_tape(tmp_path):
+    for module in ("sklearn", "matplotlib", "tqdm"):
+        pytest.importorskip(module)
+    result = _load("cnn_digits").main(["--epochs", "2", "--plot", str(tmp_path / "cnn.png"), "--quiet"])
+    history = result["history"]
+    assert result["test_accuracy"] >= 0.9  # 2 epochs; the default 20 reach 0.99 (README)
+    assert history["loss"][1] < history["loss"][0] and len(history["test_accuracy"]) == 2
+    assert result["tape"]["entries"] > 30 and result["tape"]["saved_bytes"] > 0 and result["step_ms"] > 0
+    assert _png(tmp_path / "cnn.png")
+
+
+def test_cnn_digits_runs_as_a_script_with_a_progress_bar_and_documented_flags(tmp_path):
+    for module in ("sklearn", "tqdm"):
+        pytest.importorskip(module)
+    help_text = _script("cnn_digits.py", "--help")
+    for flag in ("--epochs", "--batch-size", "--lr", "--width", "--augment", "--dtype", "--seed", "--plot", "--quiet"):
+        assert flag in help_text
+    assert "(default: 20)" in help_text and "tapegrad/cnn_digits" in help_text  # defaults shown; a temporary plot
+    out = _script("cnn_digits.py", "--epochs", "1", "--width", "8", "--no-plot")
+    assert "step/s" in out or "s/step" in out  # tqdm's bar
+    assert "epoch   1/1" in out and "test accuracy" in out and "one step's tape" in out
+
+
+@pytest.mark.parametrize("arch", ["gru", "transformer"])
+def test_char_lm_loss_falls_and_the_samples_change(arch, tmp_path):
+    for module in ("matplotlib", "tqdm"):
+        pytest.importorskip(module)
+    args = ["--arch", arch, "--module", "textwrap", "--steps", "30", "--eval-every", "10", "--width", "32"]
+    args += ["--seq-len", "24", "--batch-size", "16", "--sample-length", "40", "--plot", str(tmp_path / "lm.png")]
+    result = _load("char_lm").main(args + ["--quiet"])
+    history = result["history"]
+    assert history["step"] == [10, 20, 30]
+    assert history["val_bits"][-1] < history["val_bits"][0] and history["train_bits"][-1] < history["train_bits"][0]
+    assert history["val_bits"][0] < np.log2(len(result["chars"]))  # better than guessing uniformly already
+    assert result["before"] != result["after"] and len(result["after"]) == len("def ") + 40
+    assert _png(tmp_path / "lm.png")
+
+
+def test_char_lm_runs_as_a_script_and_prints_its_samples():
+    pytest.importorskip("tqdm")
+    help_text = _script("char_lm.py", "--help")
+    assert "(default: argparse)" in help_text and "--temperature" in help_text
+    out = _script("char_lm.py", "--module", "string", "--steps", "4", "--eval-every", "2", "--width", "16",
+                  "--seq-len", "16", "--sample-length", "20", "--no-plot")  # fmt: skip
+    assert "sampled before training" in out and "sampled after 4 steps" in out and "bits/char" in out

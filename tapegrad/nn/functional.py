@@ -1,121 +1,146 @@
-"""Losses and stateless layer functions on tensors, built from tapegrad's differentiable ops.
+"""Stateless layer functions and losses on tensors, PyTorch's ``torch.nn.functional`` by name and arguments.
 
-Every loss takes ``reduction``: ``"mean"`` (the default, averaged over the batch), ``"sum"``, or ``"none"``
-(one value per example). Gradients come from the ops they are written with, so they are exact and
-second derivatives work too.
+- activations: ``relu``, ``tanh``, ``sigmoid``, ``gelu``, ``silu``, ``leaky_relu``, ``elu``, ``selu``,
+  ``softplus``, ``logsigmoid``, ``hardtanh``, ``relu6``, ``softmax``, ``log_softmax``;
+- linear maps and lookups: ``linear``, ``embedding``, ``one_hot``, ``dropout``, ``pad``;
+- convolution and pooling (tapegrad's ops, re-exported): ``conv1d``, ``conv2d``, ``conv_transpose1d``,
+  ``conv_transpose2d``, ``unfold``, ``fold``, ``max_pool1d``/``2d``, ``avg_pool1d``/``2d``,
+  ``adaptive_avg_pool1d``/``2d``;
+- normalisation: ``layer_norm``, ``batch_norm``, ``group_norm``;
+- attention: ``scaled_dot_product_attention``;
+- losses: ``cross_entropy``, ``nll_loss``, ``binary_cross_entropy``, ``binary_cross_entropy_with_logits``,
+  ``mse_loss``, ``l1_loss``, ``huber_loss``, ``smooth_l1_loss``, ``kl_div``, ``cosine_embedding_loss``.
+
+Everything is written with tapegrad's public ops, so gradients are exact and second derivatives work. Functions
+that draw random numbers (``dropout``) take a ``numpy.random.Generator``.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..ops import (
-    log_softmax,
-    logsumexp,
-    matmul,
-    mean,
-    reshape,
-    stack,
-    sum,
-    transpose,
+import tapegrad.ops as ops
+
+from ..ops import (  # noqa: F401  (re-exported)
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
+    elu,
+    fold,
+    gelu,
+    hardtanh,
+    leaky_relu,
+    max_pool1d,
+    max_pool2d,
+    relu,
+    relu6,
+    selu,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+    unfold,
 )
+from ..ops import log_sigmoid as logsigmoid
 from ..tensor import Tensor
+from ._attention_functions import scaled_dot_product_attention  # noqa: F401
+from ._loss_functions import (  # noqa: F401
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
+from ._norm_functions import batch_norm, group_norm, layer_norm  # noqa: F401
 
-__all__ = ["mse_loss", "cross_entropy", "binary_cross_entropy_with_logits", "linear", "dropout"]
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
-    if reduction == "mean":
-        return mean(loss)
-    if reduction == "sum":
-        return sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{name}: reduction must be one of {_REDUCTIONS}, got {reduction!r}")
-
-
-def _tensor(x) -> Tensor:
-    return x if isinstance(x, Tensor) else Tensor(x)
-
-
-def mse_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
-    """Squared error ``(input - target) ** 2``, reduced; the shapes must match.
-
-    >>> import tapegrad as tg
-    >>> tg.nn.mse_loss(tg.Tensor([1.0, 2.0]), tg.Tensor([0.0, 4.0]))
-    Tensor(2.5)
-    """
-    input, target = _tensor(input), _tensor(target)
-    if input.shape != target.shape:
-        raise ValueError(
-            f"mse_loss: input shape {input.shape} and target shape {target.shape} differ; "
-            "reshape one of them (broadcasting them silently is a common bug)"
-        )
-    diff = input - target
-    return _reduce(diff * diff, reduction, "mse_loss")
-
-
-def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
-    """Cross-entropy of integer class labels under ``softmax(logits)``: ``-log_softmax(logits)[i, target[i]]``.
-
-    ``logits`` has shape ``(N, C)`` (or ``(C,)`` for one example) and ``target`` integer classes in
-    ``[0, C)`` of shape ``(N,)`` (or a scalar). The log-softmax subtracts the row maximum first, so large
-    logits do not overflow.
-
-    >>> import numpy as np, tapegrad as tg
-    >>> logits = tg.Tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 1000.0]])
-    >>> tg.nn.cross_entropy(logits, np.array([0, 2]), reduction="none")
-    Tensor([0.23954477, 0.        ])
-    """
-    logits = _tensor(logits)
-    labels = np.asarray(target.data if isinstance(target, Tensor) else target)
-    if labels.dtype.kind not in "iu":
-        raise TypeError(
-            f"cross_entropy: target must hold integer class indices, got dtype {labels.dtype}; "
-            "for probabilities or 0/1 targets use binary_cross_entropy_with_logits"
-        )
-    single = logits.ndim == 1
-    if single:
-        logits = reshape(logits, (1, -1))
-        labels = labels.reshape(1)
-    if logits.ndim != 2 or labels.shape != (logits.shape[0],):
-        raise ValueError(
-            f"cross_entropy: logits of shape {logits.shape} need targets of shape ({logits.shape[0]},), "
-            f"got {labels.shape}"
-        )
-    n_classes = logits.shape[1]
-    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        raise ValueError(
-            f"cross_entropy: target classes must be in [0, {n_classes}), got values in [{labels.min()}, {labels.max()}]"
-        )
-    picked = log_softmax(logits, axis=-1)[np.arange(len(labels)), labels]
-    loss = 0.0 - picked  # rather than -picked: a certain, correct prediction reads 0., not -0.
-    if single:
-        loss = reshape(loss, ())
-    return _reduce(loss, reduction, "cross_entropy")
+__all__ = [
+    "relu",
+    "tanh",
+    "sigmoid",
+    "gelu",
+    "silu",
+    "leaky_relu",
+    "elu",
+    "selu",
+    "softplus",
+    "logsigmoid",
+    "hardtanh",
+    "relu6",
+    "softmax",
+    "log_softmax",
+    "linear",
+    "embedding",
+    "one_hot",
+    "dropout",
+    "pad",
+    "conv1d",
+    "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "unfold",
+    "fold",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "layer_norm",
+    "batch_norm",
+    "group_norm",
+    "scaled_dot_product_attention",
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "mse_loss",
+    "l1_loss",
+    "huber_loss",
+    "smooth_l1_loss",
+    "kl_div",
+    "cosine_embedding_loss",
+]
 
 
-def binary_cross_entropy_with_logits(logits: Tensor, target, reduction: str = "mean") -> Tensor:
-    """Binary cross-entropy of ``target`` in [0, 1] under ``sigmoid(logits)``, in the stable form.
+def _softmax_dim(x, dim, name):
+    if dim is None:  # PyTorch's deprecated implicit choice
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+        warnings.warn(f"{name}: implicit dimension choice is deprecated; pass dim={dim}", UserWarning, stacklevel=3)
+    return dim
 
-    ``-t log sigmoid(x) - (1 - t) log(1 - sigmoid(x))`` equals ``log(1 + exp(x)) - t x``, computed as
-    ``logsumexp([0, x]) - t x``: no overflow for large ``|x|``, and the gradient ``sigmoid(x) - t`` is exact
-    everywhere (also at ``x = 0``).
+
+def softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim``, computed stably (``dtype``: cast first).
 
     >>> import tapegrad as tg
-    >>> tg.nn.binary_cross_entropy_with_logits(tg.Tensor([0.0, 800.0]), tg.Tensor([1.0, 1.0]), reduction="none")
-    Tensor([0.69314718, 0.        ])
+    >>> tg.nn.functional.softmax(tg.Tensor([[0.0, 0.0]]), dim=1)
+    Tensor([[0.5, 0.5]])
     """
-    logits, target = _tensor(logits), _tensor(target)
-    if logits.shape != target.shape:
-        raise ValueError(
-            f"binary_cross_entropy_with_logits: logits shape {logits.shape} and target shape {target.shape} differ"
-        )
-    zeros = Tensor(np.zeros(logits.shape, dtype=logits.dtype))
-    softplus = logsumexp(stack([zeros, logits], axis=0), axis=0)  # log(1 + exp(x)), stably
-    return _reduce(softplus - target * logits, reduction, "binary_cross_entropy_with_logits")
+    x = input if dtype is None else ops.astype(input, dtype=np.dtype(dtype))
+    return ops.softmax(x, axis=_softmax_dim(x, dim, "softmax"))
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
+    """``x - logsumexp(x)`` along ``dim``, computed stably (``dtype``: cast first).
+
+    >>> import tapegrad as tg
+    >>> tg.nn.functional.log_softmax(tg.Tensor([0.0, 0.0]), dim=0)
+    Tensor([-0.69314718, -0.69314718])
+    """
+    x = input if dtype is None else ops.astype(input, dtype=np.dtype(dtype))
+    return ops.log_softmax(x, axis=_softmax_dim(x, dim, "log_softmax"))
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -125,8 +150,57 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> tg.nn.functional.linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5]))
     Tensor([[3.5]])
     """
-    out = matmul(x, transpose(weight))
+    if x.ndim > 2:  # (..., in) as one (rows, in) matrix: one product each way, no batch of small ones to sum
+        out = ops.reshape(ops.matmul(ops.reshape(x, (-1, x.shape[-1])), ops.transpose(weight)), x.shape[:-1] + (-1,))
+    else:
+        out = ops.matmul(x, ops.transpose(weight))
     return out if bias is None else out + bias
+
+
+def _indices(x, what) -> np.ndarray:
+    idx = np.asarray(x.data if isinstance(x, Tensor) else x)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{what}: indices must be integers, got dtype {idx.dtype}")
+    return idx
+
+
+def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm=None) -> Tensor:
+    """Rows of ``weight`` ``(num_embeddings, dim)`` at the integer indices ``input``: shape ``input.shape +
+    (dim,)``. Rows at ``padding_idx`` are looked up but get no gradient.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.nn.functional.embedding(np.array([[0, 2]]), tg.Tensor(np.arange(6.0).reshape(3, 2)))
+    Tensor([[[0., 1.],
+             [4., 5.]]])
+    """
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm (renormalising rows in place) is not supported")
+    idx = _indices(input, "embedding")
+    n = weight.shape[0]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"embedding: indices must be in [0, {n}), got values in [{idx.min()}, {idx.max()}]")
+    rows = weight[idx]
+    if padding_idx is not None:
+        padded = (idx == padding_idx % n)[..., None]
+        if padded.any():
+            rows = ops.where(padded, rows.detach(), rows)  # a select: the padding row's gradient is exactly 0
+    return rows
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """Integer classes to one-hot rows (int64, no gradient): shape ``tensor.shape + (num_classes,)``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.nn.functional.one_hot(np.array([0, 2]), 3)
+    Tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    idx = _indices(tensor, "one_hot")
+    if num_classes < 0:
+        num_classes = int(idx.max()) + 1 if idx.size else 0
+    if idx.size and (idx.min() < 0 or idx.max() >= num_classes):
+        raise ValueError(f"one_hot: classes must be in [0, {num_classes}), got [{idx.min()}, {idx.max()}]")
+    return Tensor((idx[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
 def dropout(x: Tensor, p: float, rng: np.random.Generator, training: bool = True) -> Tensor:
@@ -147,3 +221,39 @@ def dropout(x: Tensor, p: float, rng: np.random.Generator, training: bool = True
         return x * np.zeros(x.shape, dtype=x.dtype)
     mask = (rng.random(x.shape) >= p).astype(x.dtype) / x.dtype.type(1 - p)
     return x * mask
+
+
+_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Pad the last ``len(pad) // 2`` axes, PyTorch's way: ``pad = (left, right)`` for the last axis, then
+    ``(top, bottom)`` for the one before, ...; ``mode`` is ``"constant"`` (negative widths crop),
+    ``"reflect"``, ``"replicate"`` or ``"circular"``.
+
+    >>> import tapegrad as tg
+    >>> tg.nn.functional.pad(tg.Tensor([[1.0, 2.0, 3.0]]), (2, 1), mode="reflect")
+    Tensor([[3., 2., 1., 2., 3., 2.]])
+    """
+    widths = tuple(int(p) for p in pad)
+    if len(widths) % 2 or len(widths) // 2 > input.ndim:
+        raise ValueError(f"pad: needs pairs for at most {input.ndim} axes, got {pad!r}")
+    if mode != "constant" and mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+    x = input
+    for k in range(len(widths) // 2):
+        axis, (lo, hi) = x.ndim - 1 - k, widths[2 * k : 2 * k + 2]
+        n = x.shape[axis]
+        head = (slice(None),) * axis
+        if mode == "constant":
+            x = x[head + (slice(max(-lo, 0), n - max(-hi, 0)),)] if lo < 0 or hi < 0 else x
+            parts = []
+            for width in (max(lo, 0), max(hi, 0)):
+                shape = x.shape[:axis] + (width,) + x.shape[axis + 1 :]
+                parts.append(Tensor(np.full(shape, value, dtype=x.dtype)))
+            x = ops.concatenate([parts[0], x, parts[1]], axis=axis) if lo > 0 or hi > 0 else x
+        else:
+            if min(lo, hi) < 0 or (mode == "reflect" and max(lo, hi) >= n) or (mode == "circular" and max(lo, hi) > n):
+                raise ValueError(f"pad: {mode} padding {(lo, hi)} is too wide (or negative) for an axis of {n}")
+            x = x[head + (np.pad(np.arange(n), (lo, hi), mode=_PAD_MODES[mode]),)]
+    return x

@@ -10,20 +10,14 @@ import math
 
 import numpy as np
 
-from ..ops import (
-    relu,
-    sigmoid,
-    tanh,
-)
+import tapegrad.nn.functional as F
+import tapegrad.ops as ops
+
 from ..tensor import Tensor
-from .functional import dropout, linear
+from .init import generator as _generator
 from .module import Module
 
 __all__ = ["Linear", "Sequential", "ReLU", "Tanh", "Sigmoid", "Dropout"]
-
-
-def _generator(rng) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
 class Linear(Module):
@@ -56,7 +50,7 @@ class Linear(Module):
                 f"Linear({self.in_features}, {self.out_features}): input has {x.shape[-1]} features "
                 f"(shape {x.shape}), expected {self.in_features} in the last axis"
             )
-        return linear(x, self.weight, self.bias)
+        return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
@@ -105,7 +99,7 @@ class ReLU(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return relu(x)
+        return ops.relu(x)
 
 
 class Tanh(Module):
@@ -117,7 +111,7 @@ class Tanh(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return tanh(x)
+        return ops.tanh(x)
 
 
 class Sigmoid(Module):
@@ -129,7 +123,7 @@ class Sigmoid(Module):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        return sigmoid(x)
+        return ops.sigmoid(x)
 
 
 class Dropout(Module):
@@ -155,7 +149,7 @@ class Dropout(Module):
         self.rng = _generator(rng)
 
     def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.rng, self.training)
+        return F.dropout(x, self.p, self.rng, self.training)
 
     def get_extra_state(self) -> dict:
         return self.rng.bit_generator.state

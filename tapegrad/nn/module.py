@@ -2,9 +2,11 @@
 
 Any attribute holding a :class:`~tapegrad.Tensor` with ``requires_grad=True`` is a parameter, any attribute
 holding a ``Module`` is a submodule, and lists or tuples of either count too (named ``attr.0``, ``attr.1``,
-...). Names are dotted paths in attribute order: ``"0.weight"``, ``"encoder.bias"``. A module's
-``state_dict()`` maps those names to copies of the arrays, plus ``"<path>._extra_state"`` for modules that
-keep other state (a dropout layer's random generator), so a checkpoint restores training exactly.
+...). Names are dotted paths in attribute order: ``"0.weight"``, ``"encoder.bias"``. *Buffers* are tensors
+without a gradient that belong to the model's state (a batch norm's running statistics): a module declares
+them with ``register_buffer``. A module's ``state_dict()`` maps those names to copies of the arrays, module by
+module (its parameters, its persistent buffers, then ``"<path>._extra_state"`` for other state such as a
+dropout layer's random generator), as PyTorch orders them, so a checkpoint restores training exactly.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Module:
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
+        self._buffers: dict[str, bool] = {}  # buffer name -> persistent (saved in state_dict)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
@@ -115,6 +118,47 @@ class Module:
                     seen.add(id(value))
                     yield (f"{path}.{name}" if path else name), value
 
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Keep ``tensor`` (no gradient) as the attribute ``name`` and, if ``persistent``, in ``state_dict()``.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> class Counter(tg.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.register_buffer("count", tg.Tensor(np.zeros((), np.int64)))
+        >>> Counter().state_dict()
+        {'count': array(0)}
+        """
+        if not isinstance(name, str) or not name.isidentifier() or "." in name:
+            raise ValueError(f"register_buffer: name must be an identifier without dots, got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"register_buffer: {name} must be a Tensor or None, got {type(tensor).__name__}")
+        if tensor is not None and tensor.requires_grad:
+            raise ValueError(f"register_buffer: {name} requires a gradient; a parameter is an attribute, not a buffer")
+        if name in vars(self) and name not in vars(self).get("_buffers", ()):
+            raise KeyError(f"register_buffer: attribute {name!r} already exists")
+        setattr(self, name, tensor)
+        if "_buffers" not in vars(self):  # a subclass that did not call Module.__init__
+            self._buffers = {}
+        self._buffers[name] = bool(persistent)
+
+    def named_buffers(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """Every buffer (registered with ``register_buffer``, not None) with its dotted name.
+
+        >>> import tapegrad as tg
+        >>> [name for name, _ in tg.nn.BatchNorm1d(3).named_buffers()]
+        ['running_mean', 'running_var', 'num_batches_tracked']
+        """
+        for path, m in self.named_modules(prefix):
+            for name in vars(m).get("_buffers", ()):
+                value = getattr(m, name)
+                if value is not None:
+                    yield (f"{path}.{name}" if path else name), value
+
+    def buffers(self) -> list[Tensor]:
+        """Every buffer, in a list."""
+        return [b for _, b in self.named_buffers()]
+
     def parameters(self) -> list[Tensor]:
         """Every parameter, in a list (what an optimizer takes).
 
@@ -178,21 +222,37 @@ class Module:
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """A dict from dotted names to copies of the parameter arrays (and ``<path>._extra_state`` entries).
+        """A dict from dotted names to copies of the parameter and persistent buffer arrays (and
+        ``<path>._extra_state`` entries), module by module as PyTorch orders them.
 
         >>> import tapegrad as tg
         >>> sorted(tg.nn.Linear(2, 1, rng=0).state_dict())
         ['bias', 'weight']
         """
-        out = {name: np.array(p.data) for name, p in self.named_parameters()}
-        for path, m in self.named_modules():
-            extra = m.get_extra_state()
-            if extra is not None:
-                out[f"{path}.{EXTRA_STATE}" if path else EXTRA_STATE] = extra
+        out = {}
+        for kind, name, value in self._state_items():
+            out[name] = value.get_extra_state() if kind == "extra" else np.array(value.data)
         return out
 
+    def _state_items(self):
+        """(kind, name, owner) for everything ``state_dict`` holds: parameters, buffers, extra states."""
+        seen: set[int] = set()
+        for path, m in self.named_modules():
+            dot = f"{path}." if path else ""
+            for name, value in m._members():
+                if isinstance(value, Tensor) and id(value) not in seen:
+                    seen.add(id(value))
+                    yield "param", dot + name, value
+            for name, persistent in vars(m).get("_buffers", {}).items():
+                value = getattr(m, name)
+                if persistent and value is not None and id(value) not in seen:
+                    seen.add(id(value))
+                    yield "buffer", dot + name, value
+            if m.get_extra_state() is not None:
+                yield "extra", dot + EXTRA_STATE, m
+
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
-        """Copy the arrays of ``state_dict`` into the parameters (cast to each parameter's dtype).
+        """Copy the arrays of ``state_dict`` into the parameters and buffers (cast to each one's dtype).
 
         Everything is checked first: missing or unexpected names (``strict=False`` allows both) and shape
         mismatches raise one ``KeyError``/``ValueError`` listing every problem, and nothing is changed.
@@ -209,14 +269,10 @@ class Module:
         if not isinstance(state_dict, dict):
             raise TypeError(f"load_state_dict expects a dict (from state_dict()), got {type(state_dict).__name__}")
         where = f"{type(self).__name__}.load_state_dict"
-        params = dict(self.named_parameters())
-        extras = {
-            (f"{path}.{EXTRA_STATE}" if path else EXTRA_STATE): m
-            for path, m in self.named_modules()
-            if m.get_extra_state() is not None
-        }
-        missing = [k for k in list(params) + list(extras) if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in params and k not in extras]
+        tensors = {name: v for kind, name, v in self._state_items() if kind != "extra"}
+        extras = {name: m for kind, name, m in self._state_items() if kind == "extra"}
+        missing = [k for k in list(tensors) + list(extras) if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in tensors and k not in extras]
         if strict and (missing or unexpected):
             parts = []
             if missing:
@@ -225,7 +281,7 @@ class Module:
                 parts.append(f"unexpected keys {unexpected}")
             raise KeyError(f"{where}: {' and '.join(parts)}; pass strict=False to load the keys that match")
         updates, problems = [], []
-        for name, p in params.items():
+        for name, p in tensors.items():
             if name not in state_dict:
                 continue
             value = state_dict[name]

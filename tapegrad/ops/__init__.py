@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core.replay import set_differentiable_rules
 from ..tensor import Tensor
+from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .arrange import (
     flatten,
     flip,
@@ -24,6 +25,7 @@ from .arrange import (
     tile,
 )
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
+from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .creation import (
     full,
     full_like,
@@ -158,6 +160,8 @@ from .math import (
     tan,
     trunc,
 )
+from .norm import standardize
+from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 from .quantiles import median, percentile, quantile
 from .reductions import log_softmax, logsumexp, max, mean, min, softmax, sum, var
 from .selection import (
@@ -199,6 +203,8 @@ from .statistics import (
 
 __all__ = [
     "absolute",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
     "add",
     "all",
     "amax",
@@ -223,6 +229,8 @@ __all__ = [
     "atleast_2d",
     "atleast_3d",
     "average",
+    "avg_pool1d",
+    "avg_pool2d",
     "broadcast_arrays",
     "broadcast_to",
     "cbrt",
@@ -231,6 +239,10 @@ __all__ = [
     "column_stack",
     "compress",
     "concatenate",
+    "conv1d",
+    "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "convolve",
     "copysign",
     "correlate",
@@ -250,7 +262,10 @@ __all__ = [
     "dsplit",
     "dstack",
     "einsum",
+    "elu",
     "equal",
+    "erf",
+    "erfc",
     "exp",
     "exp2",
     "expand_dims",
@@ -268,11 +283,14 @@ __all__ = [
     "fmax",
     "fmin",
     "fmod",
+    "fold",
     "full",
     "full_like",
+    "gelu",
     "getitem",
     "greater",
     "greater_equal",
+    "hardtanh",
     "heaviside",
     "hsplit",
     "hstack",
@@ -285,12 +303,14 @@ __all__ = [
     "isinf",
     "isnan",
     "kron",
+    "leaky_relu",
     "less",
     "less_equal",
     "log",
     "log10",
     "log1p",
     "log2",
+    "log_sigmoid",
     "log_softmax",
     "logaddexp",
     "logaddexp2",
@@ -302,6 +322,8 @@ __all__ = [
     "matmul",
     "matvec",
     "max",
+    "max_pool1d",
+    "max_pool2d",
     "maximum",
     "mean",
     "median",
@@ -336,6 +358,7 @@ __all__ = [
     "ravel",
     "reciprocal",
     "relu",
+    "relu6",
     "remainder",
     "repeat",
     "reshape",
@@ -345,21 +368,26 @@ __all__ = [
     "rot90",
     "round",
     "row_stack",
+    "scatter",
     "scatter_along_axis",
     "select",
+    "selu",
     "sigmoid",
     "sign",
     "signbit",
+    "silu",
     "sin",
     "sinc",
     "sinh",
     "softmax",
+    "softplus",
     "sort",
     "split",
     "sqrt",
     "square",
     "squeeze",
     "stack",
+    "standardize",
     "std",
     "subtract",
     "sum",
@@ -375,6 +403,7 @@ __all__ = [
     "tril",
     "triu",
     "trunc",
+    "unfold",
     "var",
     "vdot",
     "vecdot",

@@ -1,0 +1,37 @@
+"""Calling tapegrad's own ops from inside a rule, on either kind of replay.
+
+A rule runs on arrays during a plain replay (``xp`` is NumPy's namespace, or another library's) and on
+tensors during a replay recorded for higher derivatives (``xp`` is ``tensor_rules``, tapegrad's ops). A rule
+that needs an op NumPy has no name for (``fold``, ``erfc``, ``sigmoid``) calls it through :func:`call`: the
+differentiable op itself on a recorded replay, so the rule is recorded too, and the op's forward on plain
+arrays (at full speed, in their library) otherwise.
+"""
+
+from __future__ import annotations
+
+from ..backend import NUMPY, backend_of
+from ..tensor import Tensor
+
+
+def recorded(xp) -> bool:
+    """Whether a rule runs on a recorded replay (``xp`` is tapegrad's own namespace, its values tensors)."""
+    return xp.name == "tapegrad"
+
+
+def call(xp, fn, *args, **params):
+    """``fn`` (a public op function made by ``defop``) from inside a rule; its forward must take ``xp=``."""
+    if recorded(xp):
+        return fn(*args, **params)
+    return fn.op.forward(*args, xp=xp, **params)
+
+
+def constants(xp, like):
+    """The namespace a rule builds constants with (masks, divisors): plain arrays of ``like``'s library."""
+    if not recorded(xp):
+        return xp
+    return (backend_of(like._data) or NUMPY).fx
+
+
+def data(value):
+    """The array of a tensor (a recorded replay's value), or the value itself."""
+    return value._data if isinstance(value, Tensor) else value
