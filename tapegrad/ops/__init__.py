@@ -7,6 +7,7 @@ the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 import numpy as np
 
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
+from .complex_numbers import angle, conj, conjugate, imag, real
 from .elementwise import (
     absolute,
     add,
@@ -47,12 +48,15 @@ from .shape import (
 __all__ = [
     "absolute",
     "add",
+    "angle",
     "argmax",
     "argmin",
     "astype",
     "broadcast_to",
     "clip",
     "concatenate",
+    "conj",
+    "conjugate",
     "cos",
     "divide",
     "equal",
@@ -61,6 +65,7 @@ __all__ = [
     "getitem",
     "greater",
     "greater_equal",
+    "imag",
     "less",
     "less_equal",
     "log",
@@ -76,6 +81,7 @@ __all__ = [
     "negative",
     "not_equal",
     "power",
+    "real",
     "relu",
     "reshape",
     "scatter",
