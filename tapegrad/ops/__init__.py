@@ -6,6 +6,7 @@ the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 
 import numpy as np
 
+from . import decompositions, matrix_functions  # noqa: F401  (registers the linear-algebra ops)
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
 from .complex_numbers import angle, conj, conjugate, imag, real
 from .elementwise import (
@@ -43,6 +44,8 @@ from .shape import (
     stack,
     swapaxes,
     transpose,
+    tril,
+    triu,
 )
 
 __all__ = [
@@ -97,6 +100,8 @@ __all__ = [
     "swapaxes",
     "tanh",
     "transpose",
+    "tril",
+    "triu",
     "var",
     "where",
 ]

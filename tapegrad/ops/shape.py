@@ -1,7 +1,9 @@
-"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack and indexing.
+"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack, indexing, and the
+triangles tril and triu.
 
 Their rules move the gradient back without touching values, so the tape saves shapes, never arrays.
-Indexing scatters the gradient back with an add, so repeated integer indices accumulate.
+Indexing scatters the gradient back with an add, so repeated integer indices accumulate. ``tril`` and
+``triu`` are projections, their own adjoints.
 """
 
 import numpy as np
@@ -43,6 +45,8 @@ scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter
                 lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
                     ">>> import numpy as np, tapegrad as tg\n>>> tg.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
+_tril = defop("tril", lambda x, k=0, *, xp=np: xp.tril(x, k=k), lambda xp, g, ans, x, k=0: xp.tril(g, k=k))
+_triu = defop("triu", lambda x, k=0, *, xp=np: xp.triu(x, k=k), lambda xp, g, ans, x, k=0: xp.triu(g, k=k))
 # fmt: on
 
 
@@ -139,3 +143,29 @@ def stack(tensors, axis=0):
     if not -ndim <= axis < ndim:
         raise ValueError(f"stack: axis {axis} is out of range for a result of {ndim} dimensions")
     return _stack(tensors, axis=int(axis) % ndim)
+
+
+def tril(x, k=0):
+    """The lower triangle of the last two axes (entries above the ``k``-th diagonal set to 0), as np.tril.
+
+    >>> import tapegrad as tg
+    >>> tg.tril(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
+    Tensor([[1., 0.],
+            [3., 4.]])
+    """
+    if ndim_of(x) < 2:
+        raise ValueError(f"tril: needs an input of at least 2 dimensions, got {ndim_of(x)}")
+    return _tril(x, k=int(k))
+
+
+def triu(x, k=0):
+    """The upper triangle of the last two axes (entries below the ``k``-th diagonal set to 0), as np.triu.
+
+    >>> import tapegrad as tg
+    >>> tg.triu(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
+    Tensor([[1., 2.],
+            [0., 4.]])
+    """
+    if ndim_of(x) < 2:
+        raise ValueError(f"triu: needs an input of at least 2 dimensions, got {ndim_of(x)}")
+    return _triu(x, k=int(k))
