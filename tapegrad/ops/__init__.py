@@ -6,7 +6,7 @@ the same names as ``numpy_rules``, implemented by tapegrad's differentiable ops.
 
 import numpy as np
 
-from . import decompositions, matrix_functions  # noqa: F401  (registers the linear-algebra ops)
+from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
 from .complex_numbers import angle, conj, conjugate, imag, real
 from .elementwise import (
@@ -39,6 +39,7 @@ from .shape import (
     expand_dims,
     getitem,
     reshape,
+    roll,
     scatter,
     squeeze,
     stack,
@@ -87,6 +88,7 @@ __all__ = [
     "real",
     "relu",
     "reshape",
+    "roll",
     "scatter",
     "sigmoid",
     "sign",

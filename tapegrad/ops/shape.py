@@ -1,9 +1,9 @@
-"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack, indexing, and the
-triangles tril and triu.
+"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack, indexing, roll, and
+the triangles tril and triu.
 
 Their rules move the gradient back without touching values, so the tape saves shapes, never arrays.
-Indexing scatters the gradient back with an add, so repeated integer indices accumulate. ``tril`` and
-``triu`` are projections, their own adjoints.
+Indexing scatters the gradient back with an add, so repeated integer indices accumulate. ``roll`` rolls it
+back; ``tril`` and ``triu`` are projections, their own adjoints.
 """
 
 import numpy as np
@@ -45,9 +45,15 @@ scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter
                 lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
                     ">>> import numpy as np, tapegrad as tg\n>>> tg.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
+_roll = defop("roll", lambda x, shift, axis=None, *, xp=np: xp.roll(x, shift, axis=axis),
+              lambda xp, g, ans, x, shift, axis=None: xp.roll(g, _negated(shift), axis=axis))
 _tril = defop("tril", lambda x, k=0, *, xp=np: xp.tril(x, k=k), lambda xp, g, ans, x, k=0: xp.tril(g, k=k))
 _triu = defop("triu", lambda x, k=0, *, xp=np: xp.triu(x, k=k), lambda xp, g, ans, x, k=0: xp.triu(g, k=k))
 # fmt: on
+
+
+def _negated(shift):
+    return tuple(-s for s in shift) if isinstance(shift, tuple) else -shift
 
 
 def reshape(x, shape):
@@ -143,6 +149,31 @@ def stack(tensors, axis=0):
     if not -ndim <= axis < ndim:
         raise ValueError(f"stack: axis {axis} is out of range for a result of {ndim} dimensions")
     return _stack(tensors, axis=int(axis) % ndim)
+
+
+def roll(x, shift, axis=None):
+    """Roll elements along ``axis`` by ``shift`` (both may be tuples; None: the flattened array), as np.roll.
+
+    >>> import tapegrad as tg
+    >>> tg.roll(tg.Tensor([1.0, 2.0, 3.0]), 1)
+    Tensor([3., 1., 2.])
+    """
+    many = isinstance(shift, (list, tuple))
+    shift = tuple(int(s) for s in shift) if many else int(shift)
+    if axis is None:
+        if many:
+            raise ValueError(f"roll: a shift of {len(shift)} values needs as many axes, got axis=None")
+        return _roll(x, shift=shift, axis=None)
+    if not isinstance(axis, (list, tuple)):
+        if many:
+            raise ValueError(f"roll: a shift of {len(shift)} values needs as many axes, got axis={axis}")
+        return _roll(x, shift=shift, axis=normalize_axes(x, axis, "roll")[0])
+    axes = tuple(normalize_axes(x, a, "roll")[0] for a in axis)  # in order, repeats allowed (they add up)
+    if not many:
+        shift = (shift,) * len(axes)
+    if len(shift) != len(axes):
+        raise ValueError(f"roll: shift {shift} and axis {tuple(axis)} must have the same length")
+    return _roll(x, shift=shift, axis=axes)
 
 
 def tril(x, k=0):
