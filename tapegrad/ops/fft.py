@@ -17,7 +17,7 @@ import numpy.fft  # noqa: F401  (NumPy 2 loads it lazily: namespaces copied from
 
 from ..array_api import MissingFunction
 from ..registry import defop
-from ._complex import complex_dtype, is_complex, like
+from ._complex import complex_dtype, is_complex, like, real_if_complex
 from ._matrix import is_numpy, native, pick
 
 
@@ -86,7 +86,7 @@ def _irfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
     ifftn = pick(xp, _ifftn, _ifftn_op)
     full = n if n is not None else 2 * (x.shape[axis] - 1)
     k = full // 2 + 1
-    t = ifftn(g, axes=(axis,), norm=norm)
+    t = ifftn(real_if_complex(xp, g), axes=(axis,), norm=norm)  # the output is real: so is its cotangent
     last = k - 1 if full % 2 == 0 else k  # for even n the last value (Nyquist) is counted once
     pieces = [t[along(axis, slice(0, 1))]]
     if last > 1:
