@@ -111,8 +111,11 @@ def _solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False, *, xp=np)
     sl = scipy_linalg() if is_numpy(xp) else None
     if sl is not None:
         a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
-        x = sl.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal, check_finite=False)
-        x = np.asarray(x, dtype=np.result_type(a.dtype, b.dtype))
+        x = np.empty(batch + b.shape[-2:], dtype=np.result_type(a.dtype, b.dtype, np.float32))
+        for i in np.ndindex(*batch):  # one matrix at a time, as SciPy itself does (and older SciPy needs)
+            x[i] = sl.solve_triangular(
+                a[i], b[i], trans=trans, lower=lower, unit_diagonal=unit_diagonal, check_finite=False
+            )
     else:  # no SciPy (or another array library): a general solve with the triangle, the same answer
         t = xp.tril(a) if lower else xp.triu(a)
         if unit_diagonal:

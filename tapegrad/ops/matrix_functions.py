@@ -39,8 +39,13 @@ def _expm(a, *, xp=np):
 
 
 def _logm(a, *, xp=np):
-    # in double precision (SciPy's single-precision logm is accurate to about 1e-6 only, and warns)
-    return _same_precision(_scipy("logm", xp).logm(a.astype(np.result_type(a.dtype, np.float64))), a)
+    # in double precision (SciPy's single-precision logm is accurate to about 1e-6 only, and warns), one
+    # matrix at a time (SciPy's logm takes one)
+    sl = _scipy("logm", xp)
+    a64 = a.astype(np.result_type(a.dtype, np.float64))
+    parts = [sl.logm(a64[i]) for i in np.ndindex(*a.shape[:-2])]
+    dtype = np.result_type(*[p.dtype for p in parts])
+    return _same_precision(np.stack(parts).astype(dtype).reshape(a.shape), a)
 
 
 def _frechet_vjp(xp, f, g, a):
