@@ -178,12 +178,10 @@ def _eig_vjp(xp, g, ans, a):
     return like(xp, solve(vh, xp.matmul(inner, vh)), a)
 
 
-def _leftover(op, g, what):
+def _leftover(op, g, what, instead=None):
     if np.any(to_numpy(data_of(g)) != 0):
-        raise ValueError(
-            f"{op}: the loss depends on {what}, an arbitrary orthonormal basis of a complement, so its gradient "
-            f"does not exist; use the reduced factors ({'full_matrices=False' if op == 'svd' else 'mode=reduced'})"
-        )
+        instead = instead or f"use the reduced factors ({'full_matrices=False' if op == 'svd' else 'mode=reduced'})"
+        raise ValueError(f"{op}: the loss depends on {what}, so its gradient does not exist; {instead}")
 
 
 @adjoint_form
@@ -196,10 +194,10 @@ def _svd_vjp(xp, g, ans, a, full_matrices=False):
     s, gs = real_if_complex(xp, s), real_if_complex(xp, gs)
     if full_matrices:
         if m > k:
-            _leftover("svd", gu[..., :, k:], "the columns of U beyond min(m, n)")
+            _leftover("svd", gu[..., :, k:], "the columns of U beyond min(m, n), an arbitrary basis of a complement")
             u, gu = u[..., :, :k], gu[..., :, :k]
         if n > k:
-            _leftover("svd", gvh[..., k:, :], "the rows of Vh beyond min(m, n)")
+            _leftover("svd", gvh[..., k:, :], "the rows of Vh beyond min(m, n), an arbitrary basis of a complement")
             vh, gvh = vh[..., :k, :], gvh[..., :k, :]
     v, gv = mH(xp, vh), mH(xp, gvh)
     J, K = xp.matmul(mH(xp, u), gu), xp.matmul(vh, gv)
@@ -210,7 +208,12 @@ def _svd_vjp(xp, g, ans, a, full_matrices=False):
     _check_coupling("svd", gap, numerator, tol, "singular values")
     zero = s == 0
     if (m != n or is_complex(u)) and np.any(to_numpy(data_of(zero))):
-        _leftover("svd", xp.concatenate([gu, mH(xp, gvh)], axis=-2), "singular vectors of a zero singular value")
+        _leftover(
+            "svd",
+            xp.concatenate([gu, mH(xp, gvh)], axis=-2),
+            "the singular vectors of a rank-deficient matrix, which are arbitrary where the singular value is 0",
+            "differentiate the singular values, or a matrix of full rank",
+        )
     sinv = xp.where(zero, 0, 1 / xp.where(zero, 1, s))
     diag = gs
     if is_complex(u):
@@ -242,7 +245,7 @@ def _qr_vjp(xp, g, ans, a, complete=False):
     q, r = _unflat(xp, ans, _qr_shapes(m, n, complete))
     gq, gr = _unflat(xp, g, _qr_shapes(m, n, complete))
     if complete and m > n:
-        _leftover("qr", gq[..., :, n:], "the columns of Q beyond n")
+        _leftover("qr", gq[..., :, n:], "the columns of Q beyond n, an arbitrary basis of a complement")
         q, gq, r, gr = q[..., :, :n], gq[..., :, :n], r[..., :n, :], gr[..., :n, :]
     if m >= n:
         return like(xp, _qr_tall(xp, st, q, r, gq, gr), a)
