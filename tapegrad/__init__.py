@@ -13,7 +13,7 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import data, debug, nn, ops, optim, tape, tensor_methods, viz
+from . import data, debug, fft, linalg, nn, ops, optim, tape, tensor_methods, viz
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -69,6 +69,8 @@ __all__ = [
     "GradcheckError",
     "data",
     "debug",
+    "fft",
+    "linalg",
     "viz",
     "nn",
     "optim",

@@ -4,8 +4,13 @@
 float64: the full Jacobian for small inputs and outputs, one random direction per input otherwise
 (``<u, J^T v>`` against ``<v, J u>``). ``gradgradcheck`` does the same for the gradient itself, computed
 through nested tapes, which checks second derivatives. Both take ``asarray=`` (e.g. ``cupy.asarray`` or
-``array_api_strict.asarray``) to run ``fn`` on another array library: finite differences stay in NumPy float64,
-and only the inputs handed to ``fn`` and its results cross over.
+``array_api_strict.asarray``) to run ``fn`` on another array library: finite differences stay in NumPy float64
+(complex128 for complex inputs), and only the inputs handed to ``fn`` and its results cross over.
+
+Complex numbers are checked as pairs of reals, against tapegrad's convention (``docs/guide/complex.md``): a complex
+input ``z = x + iy`` is perturbed in ``x`` and in ``y`` separately, and its gradient ``G`` must be
+``dL/dx - i dL/dy``; a complex output ``w = a + ib`` is checked through ``a`` and ``b``, the real loss
+``L = Re(sum(ct * w))`` of a cotangent ``ct = dL/da - i dL/db``. A real input's gradient must be real.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import numpy as np
 
 from .backend import to_numpy
 from .errors import GradcheckError
-from .ops import concatenate, reshape
+from .ops import concatenate, real, reshape
+from .ops._complex import is_complex
 from .tape import record
 from .tensor import Tensor
 
@@ -27,33 +33,50 @@ def _as_inputs(inputs):
         a = to_numpy(x.numpy()) if isinstance(x, Tensor) else np.asarray(x)
         if a.dtype.kind not in "fc":
             a = a.astype(np.float64)
-        arrays.append(np.array(a, dtype=np.float64))  # a private float64 copy, perturbed in place
+        # a private float64 (complex128) copy, perturbed in place
+        arrays.append(np.array(a, dtype=np.complex128 if a.dtype.kind == "c" else np.float64))
     return arrays
+
+
+def _coords(a):
+    """The real coordinates of an array: itself, or (complex) its real and imaginary parts on a last axis, as
+    a view, so that changing a coordinate changes the array."""
+    if a.dtype.kind != "c":
+        return a
+    return np.ascontiguousarray(a).reshape(a.shape + (1,)).view(np.float64)
+
+
+def _cotangent(v, is_complex):
+    """The cotangent of a complex output whose real coordinates have the cotangent ``v`` (shape ``+ (2,)``)."""
+    return v[..., 0] - 1j * v[..., 1] if is_complex else v
 
 
 def _value(fn, arrays, asarray=None):
     out = fn(*[Tensor(a if asarray is None else asarray(a)) for a in arrays])
-    return np.array(to_numpy(out.numpy()) if isinstance(out, Tensor) else out, dtype=np.float64)
+    out = np.asarray(to_numpy(out.numpy()) if isinstance(out, Tensor) else out)
+    return np.array(out, dtype=np.complex128 if out.dtype.kind == "c" else np.float64)
 
 
 def numerical_jacobian(fn, arrays, i, eps, asarray=None):
-    """d fn / d arrays[i] by central differences: shape ``out.shape + arrays[i].shape``."""
-    x = arrays[i]
-    out0 = _value(fn, arrays, asarray)
+    """d fn / d arrays[i] by central differences: shape ``out.shape + arrays[i].shape``, where a complex
+    array counts as its real coordinates (a last axis of 2: real part, imaginary part)."""
+    x = _coords(arrays[i])
+    out0 = _coords(_value(fn, arrays, asarray))
     jac = np.zeros(out0.shape + x.shape)
     for idx in np.ndindex(*x.shape):
         old = x[idx]
         x[idx] = old + eps
-        hi = _value(fn, arrays, asarray)
+        hi = _coords(_value(fn, arrays, asarray))
         x[idx] = old - eps
-        lo = _value(fn, arrays, asarray)
+        lo = _coords(_value(fn, arrays, asarray))
         x[idx] = old
         jac[(...,) + idx] = (hi - lo) / (2 * eps)
     return jac
 
 
 def _reverse(fn, arrays, cotangent, asarray=None):
-    """Gradients of <cotangent, fn(x)> for every input, and the op names the tape recorded."""
+    """Derivatives of <cotangent, fn(x)> along every input's real coordinates, and the op names the tape
+    recorded. ``cotangent`` is given on the output's real coordinates."""
     xs = [Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True) for a in arrays]
     with record(persistent=True) as t:
         out = fn(*xs)
@@ -61,14 +84,32 @@ def _reverse(fn, arrays, cotangent, asarray=None):
         raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
     ops = [e.op for e in t.entries]
     if out.requires_grad:
-        out.backward(cotangent.astype(out.dtype) if asarray is None else asarray(cotangent))
+        ct = np.asarray(_cotangent(cotangent, is_complex(out)), dtype=_numpy_dtype(out.dtype))
+        out.backward(ct if asarray is None else asarray(ct))
     t.release()
     grads = []
-    for x in xs:
-        if x.grad is not None and x.grad.shape != x.shape:
+    for a, x in zip(arrays, xs):
+        if x.grad is None:
+            grads.append(np.zeros(_coords(a).shape))
+            continue
+        if x.grad.shape != x.shape:
             raise GradcheckError(f"gradient of shape {x.grad.shape} for an input of shape {x.shape}; ops: {ops}")
-        grads.append(np.zeros(x.shape) if x.grad is None else np.asarray(to_numpy(x.grad), dtype=np.float64))
+        g = np.asarray(to_numpy(x.grad))
+        if a.dtype.kind == "c":  # G = dL/dx - i dL/dy: the derivatives along (x, y) are (Re G, -Im G)
+            grads.append(np.stack([g.real, -g.imag], axis=-1).astype(np.float64))
+        elif g.dtype.kind == "c":
+            raise GradcheckError(f"a real input of shape {x.shape} got a complex gradient; ops: {ops}")
+        else:
+            grads.append(np.asarray(g, dtype=np.float64))
     return grads, ops
+
+
+def _numpy_dtype(dtype):
+    # the NumPy dtype of any library's dtype (the cotangent is made in NumPy, then handed over)
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return np.dtype(str(dtype).rsplit(".", 1)[-1])
 
 
 def _fail(kind, i, index, analytic, numeric, ops, atol, rtol):
@@ -99,8 +140,8 @@ def gradcheck(
     """
     arrays = _as_inputs(inputs)
     rng = np.random.default_rng(seed)
-    out0 = _value(fn, arrays, asarray)
-    size_in = int(np.sum([a.size for a in arrays]))
+    out0 = _coords(_value(fn, arrays, asarray))
+    size_in = int(np.sum([_coords(a).size for a in arrays]))
     if out0.size * size_in <= full_jacobian_max:
         # Full Jacobian: one backward per output element, one pair of evaluations per input element.
         rows = []
@@ -112,22 +153,23 @@ def gradcheck(
             grads, ops = _reverse(fn, arrays, v.reshape(out0.shape), asarray)
             rows.append(grads)
         for i in range(len(arrays)):
-            numeric = numerical_jacobian(fn, arrays, i, eps, asarray).reshape(out0.size, *arrays[i].shape)
+            numeric = numerical_jacobian(fn, arrays, i, eps, asarray).reshape(out0.size, *_coords(arrays[i]).shape)
             analytic = np.stack([r[i] for r in rows]) if out0.size else numeric
             _compare("full Jacobian", i, analytic, numeric, ops, atol, rtol, out_shape=out0.shape)
         return True
     # One random cotangent v; per-element differences of <v, f> for small inputs, a direction u otherwise.
     v = rng.standard_normal(out0.shape)
     grads, ops = _reverse(fn, arrays, v, asarray)
-    for i, x in enumerate(arrays):
+    for i, array in enumerate(arrays):
+        x = _coords(array)
         if x.size <= full_jacobian_max:
             numeric = np.zeros_like(x)
             for idx in np.ndindex(*x.shape):
                 old = x[idx]
                 x[idx] = old + eps
-                hi = np.sum(v * _value(fn, arrays, asarray))
+                hi = np.sum(v * _coords(_value(fn, arrays, asarray)))
                 x[idx] = old - eps
-                lo = np.sum(v * _value(fn, arrays, asarray))
+                lo = np.sum(v * _coords(_value(fn, arrays, asarray)))
                 x[idx] = old
                 numeric[idx] = (hi - lo) / (2 * eps)
             _compare("vector-Jacobian product", i, grads[i], numeric, ops, atol, rtol)
@@ -135,9 +177,9 @@ def gradcheck(
             u = rng.standard_normal(x.shape)
             saved = x.copy()
             x += eps * u
-            hi = _value(fn, arrays, asarray)
+            hi = _coords(_value(fn, arrays, asarray))
             x[...] = saved - eps * u
-            lo = _value(fn, arrays, asarray)
+            lo = _coords(_value(fn, arrays, asarray))
             x[...] = saved
             numeric = np.sum(v * (hi - lo)) / (2 * eps)
             analytic = np.sum(u * grads[i])
@@ -170,15 +212,19 @@ def gradgradcheck(
     True
     """
     arrays = _as_inputs(inputs)
-    v = np.random.default_rng(seed + 1).standard_normal(_value(fn, arrays, asarray).shape)
+    out0 = _value(fn, arrays, asarray)
+    v = _cotangent(np.random.default_rng(seed + 1).standard_normal(_coords(out0).shape), out0.dtype.kind == "c")
 
     def gradient_of(*xs):
         with record() as inner:
             for x in xs:
                 inner.watch(x)
             out = fn(*xs)
-            s = (out * (v.astype(out.dtype) if asarray is None else asarray(v))).sum()
-        grads = inner.gradient(s, list(xs), unconnected="zero")
+            ct = np.asarray(v, dtype=_numpy_dtype(out.dtype))
+            s = (out * (ct if asarray is None else asarray(ct))).sum()
+            if is_complex(s):
+                s = real(s)  # the real loss L = Re <v, fn(x)> of a complex output
+        grads = inner.gradient(s, list(xs), unconnected="zero")  # real inputs get real gradients
         flat = [reshape(g if isinstance(g, Tensor) else Tensor(g), (-1,)) for g in grads]
         return concatenate(flat)
 

@@ -32,6 +32,7 @@ import numpy as np
 from ._scope import Scope, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
 from ._state import is_recording
 from ._tree import tree_flatten, tree_unflatten
+from .backend import is_complex
 from .errors import TapeError
 from .ops import reshape, stack, transpose
 from .tensor import Tensor
@@ -39,10 +40,15 @@ from .tensor import Tensor
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def value_and_grad(
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Callable:
     """A function returning ``(f(*args), grad(f)(*args))`` with one forward and one reverse pass.
 
     With ``has_aux=True``, ``f`` returns ``(output, aux)`` and the result is ``((output, aux), gradient)``.
+    ``f`` returns a real scalar; for a holomorphic ``f`` of complex arguments, ``holomorphic=True`` gives the
+    complex derivative ``f'(z)`` (JAX's semantics). Gradients of complex arguments follow tapegrad's convention
+    (``docs/guide/complex.md``).
 
     >>> import numpy as np, tapegrad as tg
     >>> value, g = tg.value_and_grad(lambda x: (x ** 2).sum())(np.array([1.0, 2.0]))
@@ -63,8 +69,10 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
                 raise ValueError(
                     f"grad requires a scalar output; use jacobian or vjp (f returned shape {np.shape(out)})"
                 )
+            _check_complex("grad", holomorphic, xs, [out])
             if connected(out):
-                flat = t.gradient(out, xs, unconnected="zero")
+                seed = np.ones_like(out._data) if holomorphic else None  # 1 + 0j: the derivative itself
+                flat = t.gradient(out, xs, output_gradients=seed, unconnected="zero")
             else:
                 flat = [np.zeros_like(x._data) for x in xs]
         recording = is_recording()
@@ -75,12 +83,12 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool 
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
     """The gradient of a scalar function, as a function of the same arguments.
 
     ``argnums`` picks the argument (or a tuple of arguments, giving a tuple of gradients); each gradient has
     its argument's structure. With ``has_aux=True``, ``f`` returns ``(output, aux)`` and so does the result,
-    as ``(gradient, aux)``.
+    as ``(gradient, aux)``. ``holomorphic=True``: see :func:`value_and_grad`.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.grad(lambda x: x ** 3)(2.0)
@@ -91,7 +99,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -
     >>> g["w"], g["b"]
     (array([3., 4.]), array(2.))
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -150,7 +158,9 @@ def _columns(t, live, xs, recording):
     return blocks
 
 
-def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, mode: str = "auto") -> Callable:
+def jacobian(
+    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, mode: str = "auto", holomorphic: bool = False
+) -> Callable:
     """The Jacobian of ``f``: for an output of shape ``(m...)`` and an argument of shape ``(n...)``, ``(m..., n...)``.
 
     ``mode="rev"`` replays the recorded forward pass once per output element (rows). ``mode="fwd"`` records
@@ -158,7 +168,8 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     double-VJP trick of :func:`jvp`). ``"auto"`` (the default) takes columns for a tall Jacobian, when its
     ``m`` output elements and ``n`` input elements have ``m > 1.25 n + 8`` (from measured costs). Rows and
     columns are computed one at a time: a rule takes a cotangent in its output's shape, so a batch of them
-    would need every rule to broadcast over a leading axis.
+    would need every rule to broadcast over a leading axis. ``f``'s outputs are real; ``holomorphic=True`` gives
+    the complex Jacobian ``∂f_i/∂z_j`` of a holomorphic ``f`` of complex arguments (JAX's semantics).
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -177,6 +188,7 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             res, specs, xs = run(t, f, args, kwargs, nums, "jacobian")
             out, aux = split_aux(res, has_aux, "jacobian")
             outs, ospec = tree_flatten(out, "jacobian: the output of f")
+            _check_complex("jacobian", holomorphic, xs, outs)
             recording = is_recording()
             live = [o for o in outs if connected(o) and o.size]
             m, n = sum(o.size for o in live), sum(x.size for x in xs)
@@ -197,8 +209,9 @@ def jacobian(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     return jacobian_f
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse).
+def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
+    """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse); ``holomorphic=True``
+    for a holomorphic ``f`` of complex arguments.
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
@@ -206,7 +219,30 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     array([[2., 2.],
            [2., 6.]])
     """
-    return jacobian(jacobian(f, argnums), argnums)
+    return jacobian(jacobian(f, argnums, holomorphic=holomorphic), argnums, holomorphic=holomorphic)
+
+
+def _check_complex(what, holomorphic, xs, outs) -> None:
+    """Without ``holomorphic``, outputs are real (a complex one has no gradient); with it, inputs and outputs are
+    complex (JAX's rules)."""
+    if holomorphic:
+        for x in xs:
+            if not is_complex(x._data):
+                raise TypeError(
+                    f"{what}: holomorphic=True needs complex inputs, got one of dtype {x.dtype}; convert it "
+                    "(x.astype(np.complex128)), or leave holomorphic out for a real function"
+                )
+        for o in outs:
+            if isinstance(o, Tensor) and not is_complex(o._data):
+                raise TypeError(f"{what}: holomorphic=True needs complex outputs, got one of dtype {o.dtype}")
+        return
+    for o in outs:
+        if is_complex(o._data if isinstance(o, Tensor) else np.asarray(o)):
+            raise TypeError(
+                f"{what}: f returned a complex value ({np.asarray(o._data if isinstance(o, Tensor) else o).dtype}), "
+                "which has no gradient: differentiate a real loss (tg.real, tg.absolute, abs(z) ** 2), pass "
+                "holomorphic=True for a holomorphic f, or use vjp with a cotangent"
+            )
 
 
 def _operand(v, dtype=None):

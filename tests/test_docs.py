@@ -35,6 +35,8 @@ API = {  # every module of the API reference and its page
     "tapegrad.strategies": "strategies.md",
     "tapegrad.backend": "backend.md",
     "tapegrad.ops": "ops.md",
+    "tapegrad.linalg": "linalg.md",
+    "tapegrad.fft": "fft.md",
     "tapegrad.data": "data.md",
 }
 
@@ -88,11 +90,11 @@ def test_every_code_block_is_run_or_only_shown(page):
 
 def test_every_text_block_is_an_illustration_not_an_output():
     # An output shown as text would never be checked: outputs belong in doctests or console blocks. The pages
-    # named here hold drawings (the tape's life, the layers) and a pasted benchmark run, as text on purpose.
+    # named here hold drawings (the tape's life, the layers), a formula and a pasted benchmark run, as text on purpose.
     for page in PAGES:
         for first, _, language in _fences(page.read_text()):
             if language == "text":
-                assert page.name in ("the-tape.md", "speed.md", "architecture.md"), (
+                assert page.name in ("the-tape.md", "speed.md", "architecture.md", "complex.md"), (
                     f"{page.name}:{first}: show outputs checked"
                 )
 

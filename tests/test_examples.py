@@ -149,3 +149,85 @@ def test_char_lm_runs_as_a_script_and_prints_its_samples():
     out = _script("char_lm.py", "--module", "string", "--steps", "4", "--eval-every", "2", "--width", "16",
                   "--seq-len", "16", "--sample-length", "20", "--no-plot")  # fmt: skip
     assert "sampled before training" in out and "sampled after 4 steps" in out and "bits/char" in out
+
+
+def _sklearn_gp(x, y, jitter):
+    pytest.importorskip("sklearn")
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    kernel = ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.1)
+    return GaussianProcessRegressor(kernel=kernel, alpha=jitter, optimizer=None).fit(x, y)
+
+
+def test_gaussian_process_likelihood_and_gradient_equal_scikit_learns():
+    pytest.importorskip("scipy")
+    gp = _load("gaussian_process")
+    x, y = gp.make_data(30, 0.2, seed=3)
+    reference = _sklearn_gp(x, y, 1e-10)
+    value_and_grad = tg.value_and_grad(gp.negative_log_marginal_likelihood(x, y, 1e-10))
+    for theta in ([0.0, 0.0, -2.0], [0.7, -0.4, -3.5], [-1.0, 1.2, -1.0]):  # log(c, l, s), scikit-learn's theta
+        lml, grad = reference.log_marginal_likelihood(np.array(theta), eval_gradient=True)
+        nll, g = value_and_grad(np.array(theta))
+        np.testing.assert_allclose(-nll, lml, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(-g, grad, rtol=0, atol=1e-8)
+
+
+def test_gaussian_process_hessian_equals_finite_differences_of_the_gradient():
+    pytest.importorskip("scipy")
+    gp = _load("gaussian_process")
+    x, y = gp.make_data(25, 0.2, seed=4)
+    nll = gp.negative_log_marginal_likelihood(x, y)
+    theta = np.array([0.3, 0.2, -2.5])
+    hessian = tg.hessian(nll)(theta)  # reverse over reverse, through cholesky's and the solves' rules
+    grad, eps = tg.grad(nll), 1e-5
+    fd = np.stack([(grad(theta + eps * e) - grad(theta - eps * e)) / (2 * eps) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(hessian, fd, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(hessian, hessian.T, rtol=1e-10, atol=1e-12)
+
+
+def test_gaussian_process_fit_reaches_scikit_learns_optimum_and_plots(tmp_path, capsys):
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    gp = _load("gaussian_process")
+    out = gp.main(["--n", "30", "--plot", str(tmp_path / "gp.png")])
+    printed = capsys.readouterr().out
+    assert "length-scale" in printed and "log marginal likelihood" in printed
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    kernel = ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(np.exp(-2.0))
+    fitted = GaussianProcessRegressor(kernel=kernel, alpha=1e-10).fit(out["x"], out["y"])
+    assert -out["nll"] >= fitted.log_marginal_likelihood_value_ - 1e-6  # as good as scikit-learn's own fit
+    np.testing.assert_allclose(out["theta"], fitted.kernel_.theta, atol=1e-3)
+    assert np.all(np.linalg.eigvalsh(out["hessian"]) > 0)  # a minimum
+    assert (tmp_path / "gp.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_gaussian_process_runs_as_a_script_with_help_on_every_flag():
+    pytest.importorskip("scipy")
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent)}  # the tapegrad of this checkout
+    done = subprocess.run(
+        [sys.executable, "gaussian_process.py", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=EXAMPLES,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    for flag in ("--n", "--noise", "--seed", "--init", "--jitter", "--maxiter", "--plot", "--quiet"):
+        assert flag in done.stdout
+    assert done.stdout.count("(default:") >= 6
+    done = subprocess.run(
+        [sys.executable, "gaussian_process.py", "--n", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=EXAMPLES,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "noise variance" in done.stdout

@@ -329,8 +329,8 @@ def test_unsupported_modes_and_inputs_raise_clearly():
         tg.pad(x, 1, mode="mean")
     with pytest.raises(NotImplementedError, match="pad: reflect_type='odd'"):
         tg.pad(x, 1, mode="reflect", reflect_type="odd")
-    with pytest.raises(NotImplementedError, match="vdot: complex inputs"):
-        tg.vdot(tg.Tensor(np.ones(2, complex)), tg.Tensor(np.ones(2, complex)))
+    with pytest.raises(TypeError, match="convolve: complex inputs are not supported"):
+        tg.convolve(tg.Tensor(np.ones(2, complex)), tg.Tensor(np.ones(2)))
     with pytest.raises(NotImplementedError, match="quantile: method 'weibull'"):
         tg.quantile(x, 0.5, method="weibull")
     with pytest.raises(ValueError, match="percentile: the quantiles must lie in"):
@@ -559,3 +559,16 @@ def test_second_derivatives_agree_with_torch():
             expected = np.zeros(6)
         got = tg.grad(lambda t, f=tg_fn: (tg.grad(lambda u: f(u).sum())(t) * tg.Tensor(np.arange(6.0))).sum())(x)
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_vdot_vecdot_and_vecmat_conjugate_their_first_complex_input_as_numpy_does():
+    rng = np.random.default_rng(0)
+    a, b = (
+        rng.normal(size=(2, 3)) + 1j * rng.normal(size=(2, 3)),
+        rng.normal(size=(2, 3)) + 1j * rng.normal(size=(2, 3)),
+    )
+    np.testing.assert_allclose(tg.vdot(tg.Tensor(a), tg.Tensor(b)).numpy(), np.vdot(a, b))
+    np.testing.assert_allclose(tg.vecdot(tg.Tensor(a), tg.Tensor(b)).numpy(), np.vecdot(a, b))
+    m = rng.normal(size=(3, 2)) + 1j * rng.normal(size=(3, 2))
+    np.testing.assert_allclose(tg.vecmat(tg.Tensor(a), tg.Tensor(m)).numpy(), np.vecmat(a, m))
+    assert tg.gradcheck(lambda x, y: tg.vdot(x, y), a, b)

@@ -62,7 +62,7 @@ def apply(op, args, params):
     if plain:
         try:
             out = op.forward(*datas, **params) if params else op.forward(*datas)
-        except ValueError as err:
+        except (ValueError, TypeError) as err:
             raise _forward_error(op, args, err) from None
         if out.__class__ is not _ndarray:
             out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
@@ -187,7 +187,7 @@ def _forward_any(op, args, datas, params):
                 datas[i] = d.item()  # a NumPy scalar acts as a Python number (in the saved values too)
     try:
         out = forward(*datas, **params)
-    except ValueError as err:
+    except (ValueError, TypeError) as err:
         raise _forward_error(op, args, err) from None
     except AttributeError as err:
         if isinstance(err, NotImplementedError):  # a function the library lacks: say which op needed it
@@ -204,13 +204,19 @@ def apply_nondiff(op, args, params):
     if all(d.__class__ in _PLAIN for d in datas):
         try:
             return Tensor._wrap(np.asarray(op.forward(*datas, **params)))
-        except ValueError as err:
+        except (ValueError, TypeError) as err:
             raise _forward_error(op, args, err) from None
     return Tensor._wrap(_forward_any(op, args, datas, params))
 
 
 def _forward_error(op, args, err):
+    """The forward's ValueError or TypeError, naming the op and its inputs' shapes; of the same class
+    (``LinAlgError`` for a singular matrix stays catchable as such)."""
     shapes = ", ".join(
         str(a.shape) if hasattr(a, "shape") else (str(np.shape(a)) if not np.isscalar(a) else "a scalar") for a in args
     )
-    return ValueError(f"{op.name} of inputs with shapes {shapes}: {err}")
+    message = f"{op.name} of inputs with shapes {shapes}: {err}"
+    try:
+        return err.__class__(message)
+    except TypeError:  # a subclass that needs other arguments (NumPy's ufunc errors): its standard base
+        return (TypeError if isinstance(err, TypeError) else ValueError)(message)

@@ -141,7 +141,10 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
                 # Counted on a line of its own: as an argument of _fresh, g would be on the stack once
                 # more. getrefcount's argument and our local leave 1 when nothing else holds g.
                 refs = _getrefcount(g) - 1
-                found[key] = _keeps_its_tape(g, tape) if create_graph else _fresh(g, dtype, refs)
+                if create_graph:
+                    found[key] = _keeps_its_tape(_real_for(xp, g, key), tape)
+                else:
+                    found[key] = _fresh(g, dtype, refs)
             elif key.__class__ is Node:
                 if upstream and leftovers is not None and id(key.tape()) in upstream:
                     leftovers.append((key, g))
@@ -397,8 +400,8 @@ def _write_grad(leaf, g, xp=None):
     leaf_hooks = getattr(leaf, "_hooks", None)
     if leaf_hooks is not None and LIVE.n:
         g = run_hooks(leaf_hooks, g)
-    if xp is not None and is_complex(g._data if isinstance(g, Tensor) else g) and not is_complex(leaf._data):
-        g = xp.real(g)
+    if xp is not None:
+        g = _real_for(xp, g, leaf)
     while True:
         old = leaf.grad
         new = g if old is None else old + g  # out of place, outside the lock: only the swap is serialised
@@ -406,6 +409,15 @@ def _write_grad(leaf, g, xp=None):
             if leaf.grad is old:
                 leaf.grad = new
                 return
+
+
+def _real_for(xp, g, key):
+    """On a recorded replay: a complex gradient of a real value is its real part, recorded as an op (the adjoint
+    of the embedding of the reals in the complex numbers)."""
+    data = g._data if isinstance(g, Tensor) else g
+    if key.__class__ is Node or not is_complex(data) or is_complex(key._data):
+        return g
+    return xp.real(g)
 
 
 def _as_tensors(g, ans, vals, srcs, node):

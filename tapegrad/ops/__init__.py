@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core.replay import set_differentiable_rules
 from ..tensor import Tensor
+from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
 from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .arrange import (
     flatten,
@@ -25,6 +26,7 @@ from .arrange import (
     tile,
 )
 from .compare import argmax, argmin, equal, greater, greater_equal, less, less_equal, not_equal, sign
+from .complex_numbers import angle, conj, conjugate, imag, real
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .creation import (
     full,
@@ -209,6 +211,7 @@ __all__ = [
     "all",
     "amax",
     "amin",
+    "angle",
     "any",
     "append",
     "arccos",
@@ -239,6 +242,8 @@ __all__ = [
     "column_stack",
     "compress",
     "concatenate",
+    "conj",
+    "conjugate",
     "conv1d",
     "conv2d",
     "conv_transpose1d",
@@ -295,6 +300,7 @@ __all__ = [
     "hsplit",
     "hstack",
     "hypot",
+    "imag",
     "index_add",
     "index_update",
     "inner",
@@ -356,6 +362,7 @@ __all__ = [
     "rad2deg",
     "radians",
     "ravel",
+    "real",
     "reciprocal",
     "relu",
     "relu6",

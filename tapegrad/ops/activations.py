@@ -23,6 +23,7 @@ import numpy as np
 
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defop
+from ._complex import is_complex
 from ._rules import call
 from .elementwise import _sigmoid, sigmoid
 
@@ -222,6 +223,8 @@ def gelu(x, approximate="none"):
     """
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if is_complex(x):
+        raise TypeError("gelu: defined for real inputs (an activation); got a complex tensor")
     return _gelu_op(x, approximate=approximate)
 
 

@@ -6,12 +6,14 @@ Binary ops broadcast as NumPy does; their rules return gradients in the output's
 them back to each input's shape with ``unbroadcast``.
 """
 
+import cmath
 import math
 
 import numpy as np
 
 from ..backend import is_floating
 from ..registry import defnondiff, defop
+from ._complex import is_complex, real_if_complex
 
 
 def _sigmoid(x, *, xp=np):
@@ -29,6 +31,8 @@ def _power_vjp_x(xp, g, ans, x, y):
 
 def _power_vjp_y(xp, g, ans, x, y):
     if not hasattr(x, "shape"):  # a number as the base (2.0 ** y), in any array library
+        if isinstance(x, complex):
+            return g * ans * (cmath.log(x) if x != 0 else 0.0)
         return g * ans * (math.log(x) if x > 0 else (0.0 if x == 0 else math.nan))
     return g * ans * xp.log(xp.where(x == 0, 1, x))  # 0 ** y has d/dy = 0 for y > 0 (its limit)
 
@@ -39,6 +43,25 @@ def _cast(x, dtype, *, xp=None):
 
 def _maximum_vjp(xp, g, x, y):
     return xp.where(x > y, g, xp.where(x == y, g * 0.5, 0))  # a tie shares the gradient evenly
+
+
+def _absolute_vjp(xp, g, ans, x):
+    try:
+        real = x.dtype.kind != "c"  # NumPy's dtypes: one attribute, so the real branch costs next to nothing
+    except AttributeError:  # an array API dtype
+        real = not is_complex(x)
+    if real:
+        return xp.masked(x != 0, g) * xp.sign(x)  # a select: 0 at 0, even where g is infinite
+    # |z| is real-valued and not holomorphic: Re(g) * conj(z) / |z| in tapegrad's convention, 0 at z = 0
+    r = xp.absolute(x)
+    zero = r == 0
+    return xp.where(zero, 0, real_if_complex(xp, g) * xp.conj(x) / xp.where(zero, 1, r))
+
+
+def _astype_vjp(xp, g, ans, x, dtype):
+    if is_complex(g) and not is_complex(x):
+        g = xp.real(g)  # a real input cast to complex: the real part, the adjoint of the embedding
+    return xp.astype(g, x.dtype)
 
 
 def _clip_vjp(xp, g, ans, x, a_min=None, a_max=None):
@@ -87,8 +110,8 @@ where = defop("where", np.where,
 
 negative = defop("negative", np.negative, lambda xp, g, ans, x: -g,
                  doc="-x.\n\n>>> import tapegrad as tg\n>>> tg.negative(tg.Tensor([1.0]))\nTensor([-1.])")
-absolute = defop("absolute", np.absolute, lambda xp, g, ans, x: xp.masked(x != 0, g) * xp.sign(x), save="x",
-                 doc="|x| (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.absolute(tg.Tensor([-2.0]))\nTensor([2.])")
+absolute = defop("absolute", np.absolute, _absolute_vjp, save="x",
+                 doc="|x| (gradient 0 at 0); for complex z, the modulus, with gradient Re(g) conj(z) / |z|.\n\n>>> import tapegrad as tg\n>>> tg.absolute(tg.Tensor([-2.0]))\nTensor([2.])")
 exp = defop("exp", np.exp, lambda xp, g, ans, x: g * ans, save="ans",
             doc="e ** x.\n\n>>> import tapegrad as tg\n>>> tg.exp(tg.Tensor([0.0]))\nTensor([1.])")
 log = defop("log", np.log, lambda xp, g, ans, x: g / x, save="x",
@@ -107,7 +130,7 @@ relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x:
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
-_astype = defop("astype", _cast, lambda xp, g, ans, x, dtype: xp.astype(g, x.dtype), save="x.shape")
+_astype = defop("astype", _cast, _astype_vjp, save="x.shape")
 _astype_constant = defnondiff("astype_constant", _cast)
 # fmt: on
 

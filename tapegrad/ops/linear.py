@@ -17,6 +17,8 @@ import numpy as np
 
 from ..registry import defop
 from ._axes import ndim_of, normalize_axes
+from ._complex import is_complex
+from .complex_numbers import conj
 from .elementwise import multiply
 from .linalg import matmul
 from .reductions import sum as _sum
@@ -245,6 +247,7 @@ def convolve(a, v, mode="full"):
     Tensor([1., 3., 2.])
     """
     _vector(a, "convolve"), _vector(v, "convolve"), _mode(mode, "convolve")
+    _refuse_complex("convolve", a, v)
     return _convolve(a, v, mode=mode)
 
 
@@ -256,6 +259,7 @@ def correlate(a, v, mode="valid"):
     Tensor([3., 5.])
     """
     _vector(a, "correlate"), _vector(v, "correlate"), _mode(mode, "correlate")
+    _refuse_complex("correlate", a, v)
     return _correlate(a, v, mode=mode)
 
 
@@ -357,21 +361,28 @@ def dot(a, b):
     return tensordot(a, b, axes=((na - 1,), (max(nb - 2, 0),)))
 
 
-def _real(op, *xs):
+def _conj(a):
+    """``conj(a)`` for a complex ``a`` (NumPy's vdot, vecdot and vecmat conjugate their first input), else ``a``."""
+    return conj(a) if is_complex(a) else a
+
+
+def _refuse_complex(op, *xs):
     for x in xs:
-        if getattr(getattr(x, "dtype", None), "kind", "f") == "c":
-            raise NotImplementedError(f"{op}: complex inputs need conj, which tapegrad does not differentiate yet")
+        if is_complex(x):
+            raise TypeError(
+                f"{op}: complex inputs are not supported (its rules are written for real inputs); a complex "
+                "convolution is a product of FFTs: tg.fft.ifft(tg.fft.fft(a, n) * tg.fft.fft(v, n))"
+            )
 
 
 def vdot(a, b):
-    """The dot product of the flattened inputs (real inputs).
+    """The dot product of the flattened inputs, the first one conjugated when complex (as NumPy's).
 
     >>> import tapegrad as tg
     >>> tg.vdot(tg.Tensor([[1.0, 2.0]]), tg.Tensor([3.0, 4.0]))
     Tensor(11.)
     """
-    _real("vdot", a, b)
-    return tensordot(reshape(a, (-1,)), reshape(b, (-1,)), axes=1)
+    return tensordot(reshape(_conj(a), (-1,)), reshape(b, (-1,)), axes=1)
 
 
 def inner(a, b):
@@ -428,14 +439,14 @@ def matvec(x1, x2):
 
 
 def vecmat(x1, x2):
-    """Vector-matrix products over the last axes, batch axes broadcasting: (..., n) with (..., n, m)
-    (real inputs).
+    """Vector-matrix products over the last axes, batch axes broadcasting: (..., n) with (..., n, m); the vector
+    conjugated when complex (as NumPy's).
 
     >>> import tapegrad as tg
     >>> tg.vecmat(tg.Tensor([1.0, 1.0]), tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
     Tensor([4., 6.])
     """
-    _real("vecmat", x1, x2)
+    x1 = _conj(x1)
     if ndim_of(x1) < 1 or ndim_of(x2) < 2:
         raise ValueError(f"vecmat: needs a vector and a matrix, got shapes {_shape(x1)} and {_shape(x2)}")
     s = _shape(x1)
@@ -443,12 +454,11 @@ def vecmat(x1, x2):
 
 
 def vecdot(x1, x2, axis=-1):
-    """Dot products along ``axis``, the other axes broadcasting (real inputs).
+    """Dot products along ``axis``, the other axes broadcasting; the first input conjugated when complex.
 
     >>> import tapegrad as tg
     >>> tg.vecdot(tg.Tensor([[1.0, 2.0]]), tg.Tensor([3.0, 4.0]))
     Tensor([11.])
     """
-    _real("vecdot", x1, x2)
-    product = multiply(x1, x2)
+    product = multiply(_conj(x1), x2)
     return _sum(product, axis=axis)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..registry import defop
 from ._axes import count, kept_shape, normalize_axes, reduced_shape
+from ._complex import is_complex, real_if_complex
 
 
 def _kept(xp, g, shape, axis, keepdims):
@@ -25,13 +26,23 @@ def _mean_vjp(xp, g, ans, x, axis=None, keepdims=False):
 
 def _var_vjp(xp, g, ans, x, axis=None, ddof=0, keepdims=False):
     centred = x - xp.mean(x, axis=axis, keepdims=True)
-    return _kept(xp, g, x.shape, axis, keepdims) * centred * (2.0 / (count(x.shape, axis) - ddof))
+    g = _kept(xp, g, x.shape, axis, keepdims)
+    if is_complex(x):  # mean(|z - mean z|^2) is real-valued: Re(g) * conj(z - mean z) in tapegrad's convention
+        return real_if_complex(xp, g) * xp.conj(centred) * (2.0 / (count(x.shape, axis) - ddof))
+    return g * centred * (2.0 / (count(x.shape, axis) - ddof))
 
 
 def _extreme_vjp(xp, g, ans, x, axis=None, keepdims=False):
     at_extreme = x == _kept(xp, ans, x.shape, axis, keepdims)
     ties = xp.sum(xp.astype(at_extreme, x.dtype), axis=axis, keepdims=True)
     return xp.where(at_extreme, _kept(xp, g, x.shape, axis, keepdims) / ties, 0)
+
+
+def _var(x, axis=None, ddof=0, keepdims=False, *, xp=np):
+    if xp is not np and is_complex(x):  # the array API's var takes real input: mean(|x - mean x|^2)
+        c = x - xp.mean(x, axis=axis, keepdims=True)
+        return xp.sum(xp.real(c * xp.conj(c)), axis=axis, keepdims=keepdims) / (count(x.shape, axis) - ddof)
+    return xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims)
 
 
 def _logsumexp(x, axis=None, keepdims=False, *, xp=np):
@@ -60,8 +71,7 @@ _sum = defop("sum", lambda x, axis=None, keepdims=False, *, xp=np: xp.sum(x, axi
              _sum_vjp, save="x.shape")
 _mean = defop("mean", lambda x, axis=None, keepdims=False, *, xp=np: xp.mean(x, axis=axis, keepdims=keepdims),
               _mean_vjp, save="x.shape")
-_var = defop("var", lambda x, axis=None, ddof=0, keepdims=False, *, xp=np: xp.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
-             _var_vjp, save="x")
+_var = defop("var", _var, _var_vjp, save="x")
 _max = defop("max", lambda x, axis=None, keepdims=False, *, xp=np: xp.max(x, axis=axis, keepdims=keepdims),
              _extreme_vjp, save="x ans")
 _min = defop("min", lambda x, axis=None, keepdims=False, *, xp=np: xp.min(x, axis=axis, keepdims=keepdims),

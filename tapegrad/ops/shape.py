@@ -1,7 +1,9 @@
-"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack and indexing.
+"""Shape ops: reshape, transpose, expand_dims, squeeze, broadcast_to, concatenate, stack, indexing, roll, and
+the triangles tril and triu.
 
 Their rules move the gradient back without touching values, so the tape saves shapes, never arrays.
-Indexing scatters the gradient back with an add, so repeated integer indices accumulate.
+Indexing scatters the gradient back with an add, so repeated integer indices accumulate. ``roll`` rolls it
+back; ``tril`` and ``triu`` are projections, their own adjoints.
 """
 
 import numpy as np

@@ -1,0 +1,382 @@
+"""Matrix decompositions: eigh, eig, svd and qr, each one op whose output packs all its factors.
+
+A decomposition has several outputs and a tape entry has one, so each op returns its factors packed in one
+array (eigh, eig: the eigenvalues as a first row above the eigenvectors; svd, qr: the factors flattened and
+joined on the last axis) and the public functions slice them apart; the rule gets every factor's cotangent
+at once (zeros for the factors nobody used). The rules are written in PyTorch's adjoint convention, with
+conjugate transposes, and conjugated into tapegrad's (``adjoint_form``).
+
+Where the derivative does not exist
+-----------------------------------
+- **Degenerate eigenvalues or singular values.** The eigenvectors of a repeated eigenvalue are any basis of its
+  eigenspace, so their derivative does not exist; a loss that does not depend on that choice (eigenvalues,
+  projectors onto the eigenspace, |V|^2 summed over it) still has a gradient, and the coupling terms of
+  degenerate pairs, 0/0, are set to 0, which is then exact. eigvalsh and svdvals are exact whatever the
+  degeneracy. When the cotangent shows that the loss does depend on the choice (the antisymmetric coupling of a
+  degenerate pair is not 0), the rule raises ``ValueError`` naming the op, rather than return a number.
+- **Phases.** Complex eigenvectors and singular vectors are defined up to a phase each (real ones up to a
+  sign); a loss that depends on the phase raises the same way. Test gauge-invariant functions (|V|^2, V V^H,
+  U diag(s) V^H), as JAX and autograd do.
+- **The extra columns** of ``svd(full_matrices=True)`` (U's beyond min(m, n)) and of ``qr(mode="complete")``
+  with more rows than columns are an arbitrary basis of a complement: a nonzero cotangent there raises.
+- **Rank.** svd's vectors of a rectangular (or complex) matrix need nonzero singular values; qr needs full rank.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from ..backend import to_numpy
+from ..registry import defop
+from ._complex import complex_dtype, data_of, finfo_eps, is_complex, like, real_if_complex
+from ._matrix import adjoint_form, diag_embed, diag_part, diagonal, mH, native, pick, triangle_read
+from .complex_numbers import real
+from .linalg import _solve, _solve_op, _solve_triangular, _solve_triangular_op, check_matrices, shape_of
+from .shape import reshape
+
+EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
+SVDResult = namedtuple("SVDResult", "U S Vh")
+QRResult = namedtuple("QRResult", "Q R")
+
+
+# -- packing ----------------------------------------------------------------------------------------------
+def _rows(xp, values, vectors):
+    """Eigenvalues (..., n) as a first row above eigenvectors (..., n, n): one array (..., n + 1, n)."""
+    return xp.concatenate([xp.expand_dims(xp.astype(values, vectors.dtype), -2), vectors], axis=-2)
+
+
+def _flat(xp, parts):
+    batch = tuple(parts[0].shape[:-2]) if parts[0].ndim >= 2 else ()
+    dtype = parts[0].dtype
+    return xp.concatenate([xp.reshape(xp.astype(p, dtype), batch + (-1,)) for p in parts], axis=-1)
+
+
+def _unflat(xp, packed, shapes):
+    """The parts of a packed array: one per core shape in ``shapes``, in order."""
+    batch, out, start = tuple(packed.shape[:-1]), [], 0
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=np.int64))
+        out.append(xp.reshape(packed[..., start : start + size], batch + tuple(shape)))
+        start += size
+    return out
+
+
+def _svd_shapes(m, n, full_matrices):
+    k = min(m, n)
+    return ((m, m if full_matrices else k), (k,), (n if full_matrices else k, n))
+
+
+def _qr_shapes(m, n, complete):
+    k = m if complete else min(m, n)
+    return ((m, k), (k, n))
+
+
+# -- forwards ---------------------------------------------------------------------------------------------
+def _eigh(a, UPLO="L", *, xp=np):
+    if UPLO == "L":
+        w, v = xp.linalg.eigh(a)
+    else:
+        try:
+            w, v = xp.linalg.eigh(a, UPLO=UPLO)
+        except TypeError:  # the array API reads the lower triangle: that of a^H is the upper one of a
+            w, v = xp.linalg.eigh(xp.conj(xp.swapaxes(a, -1, -2)))
+    return _rows(xp, native(xp, w), native(xp, v))
+
+
+def _eig(a, *, xp=np):
+    w, v = xp.linalg.eig(a)
+    c = complex_dtype(xp, a.dtype)  # always complex, as JAX and PyTorch (NumPy: real when all eigenvalues are)
+    return _rows(xp, xp.astype(native(xp, w), c), xp.astype(native(xp, v), c))
+
+
+def _svd(a, full_matrices=False, *, xp=np):
+    u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
+    return _flat(xp, [native(xp, u), native(xp, s), native(xp, vh)])
+
+
+def _qr(a, complete=False, *, xp=np):
+    q, r = xp.linalg.qr(a, mode="complete" if complete else "reduced")
+    return _flat(xp, [native(xp, q), native(xp, r)])
+
+
+# -- checks where the derivative does not exist -------------------------------------------------------------
+def _check_coupling(op, gap, numerator, scale, what):
+    """Raise when a degenerate pair (|gap| <= its tolerance, off the diagonal) meets a nonzero ``numerator``."""
+    gap, numerator, scale = (to_numpy(data_of(a)) for a in (gap, numerator, scale))
+    n = gap.shape[-1]
+    degenerate = (np.abs(gap) <= scale) & ~np.eye(n, dtype=bool)
+    if not degenerate.any():
+        return
+    size = np.max(np.abs(numerator), initial=0.0)
+    if size and np.any(np.abs(numerator[degenerate]) > np.sqrt(finfo_eps(numerator.dtype)) * size):
+        raise ValueError(
+            f"{op}: the matrix has degenerate {what}, and the loss depends on the choice of basis in their "
+            "eigenspace, so its gradient does not exist there. Differentiate a function that does not "
+            "depend on that choice (the values, a projector V V^H, |V|^2 summed over the space), or move "
+            "the values apart"
+        )
+
+
+def _check_phase(op, im, scale):
+    im, scale = to_numpy(data_of(im)), to_numpy(data_of(scale))
+    size = np.max(np.abs(scale), initial=0.0)
+    if size and np.any(np.abs(im) > np.sqrt(finfo_eps(im.dtype)) * size):
+        raise ValueError(
+            f"{op}: the loss depends on the phase of the complex vectors, which is arbitrary (each is "
+            "defined up to a factor e^(i phi)), so its gradient does not exist; differentiate a function "
+            "that does not depend on it, such as |V|^2 or V V^H"
+        )
+
+
+def _gap_mask(xp, values, gap):
+    """Pairs whose gap is within rounding of 0 (the diagonal included), and the tolerance used."""
+    top = xp.max(xp.absolute(values), axis=-1, keepdims=True)
+    tol = xp.expand_dims(top, -1) * (values.shape[-1] * finfo_eps(values.dtype))
+    return xp.absolute(gap) <= tol, tol
+
+
+def _divide_off_degenerate(xp, numerator, gap, degenerate):
+    return xp.where(degenerate, 0, numerator / xp.where(degenerate, 1, gap))
+
+
+# -- rules (adjoint convention, see the module docstring) ------------------------------------------------
+@adjoint_form
+def _eigh_vjp(xp, g, ans, a, UPLO="L"):
+    n = ans.shape[-1]
+    w, v = real_if_complex(xp, ans[..., 0, :]), ans[..., 1:, :]
+    gw, gv = real_if_complex(xp, g[..., 0, :]), g[..., 1:, :]
+    vhgv = xp.matmul(mH(xp, v), gv)
+    skew = (vhgv - mH(xp, vhgv)) * 0.5
+    gap = xp.expand_dims(w, -2) - xp.expand_dims(w, -1)  # w_j - w_i
+    degenerate, tol = _gap_mask(xp, w, gap)
+    _check_coupling("eigh", gap, skew, tol, "eigenvalues")
+    if is_complex(v):
+        _check_phase("eigh", xp.imag(diagonal(xp, vhgv)), vhgv)
+    inner = _divide_off_degenerate(xp, skew, gap, degenerate) + diag_embed(xp, gw, n)
+    G = xp.matmul(xp.matmul(v, inner), mH(xp, v))
+    return like(xp, triangle_read(xp, G, lower=UPLO == "L"), a)
+
+
+@adjoint_form
+def _eig_vjp(xp, g, ans, a):
+    solve = pick(xp, _solve, _solve_op)
+    n = ans.shape[-1]
+    w, v = ans[..., 0, :], ans[..., 1:, :]
+    gw, gv = g[..., 0, :], g[..., 1:, :]
+    vh = mH(xp, v)
+    vhgv = xp.matmul(vh, gv)
+    d = xp.real(diagonal(xp, vhgv))
+    # the eigenvectors have unit norm: project the cotangent onto that constraint first
+    r = vhgv - xp.matmul(vh, v) * xp.expand_dims(d, -2)
+    wc = xp.conj(w)
+    gap = xp.expand_dims(wc, -2) - xp.expand_dims(wc, -1)
+    degenerate, tol = _gap_mask(xp, w, gap)
+    _check_coupling("eig", gap, r, tol, "eigenvalues")
+    _check_phase("eig", xp.imag(diagonal(xp, vhgv)), vhgv)
+    inner = _divide_off_degenerate(xp, r, gap, degenerate) + diag_embed(xp, gw, n)
+    return like(xp, solve(vh, xp.matmul(inner, vh)), a)
+
+
+def _leftover(op, g, what, instead=None):
+    if np.any(to_numpy(data_of(g)) != 0):
+        instead = instead or f"use the reduced factors ({'full_matrices=False' if op == 'svd' else 'mode=reduced'})"
+        raise ValueError(f"{op}: the loss depends on {what}, so its gradient does not exist; {instead}")
+
+
+@adjoint_form
+def _svd_vjp(xp, g, ans, a, full_matrices=False):
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    shapes = _svd_shapes(m, n, full_matrices)
+    u, s, vh = _unflat(xp, ans, shapes)
+    gu, gs, gvh = _unflat(xp, g, shapes)
+    s, gs = real_if_complex(xp, s), real_if_complex(xp, gs)
+    if full_matrices:
+        if m > k:
+            _leftover("svd", gu[..., :, k:], "the columns of U beyond min(m, n), an arbitrary basis of a complement")
+            u, gu = u[..., :, :k], gu[..., :, :k]
+        if n > k:
+            _leftover("svd", gvh[..., k:, :], "the rows of Vh beyond min(m, n), an arbitrary basis of a complement")
+            vh, gvh = vh[..., :k, :], gvh[..., :k, :]
+    v, gv = mH(xp, vh), mH(xp, gvh)
+    J, K = xp.matmul(mH(xp, u), gu), xp.matmul(vh, gv)
+    sj, si = xp.expand_dims(s, -2), xp.expand_dims(s, -1)
+    gap = sj * sj - si * si
+    degenerate, tol = _gap_mask(xp, s * s, gap)
+    numerator = (J - mH(xp, J)) * sj + (K - mH(xp, K)) * si
+    _check_coupling("svd", gap, numerator, tol, "singular values")
+    zero = s == 0
+    if (m != n or is_complex(u)) and np.any(to_numpy(data_of(zero))):
+        _leftover(
+            "svd",
+            xp.concatenate([gu, mH(xp, gvh)], axis=-2),
+            "the singular vectors of a rank-deficient matrix, which are arbitrary where the singular value is 0",
+            "differentiate the singular values, or a matrix of full rank",
+        )
+    sinv = xp.where(zero, 0, 1 / xp.where(zero, 1, s))
+    diag = gs
+    if is_complex(u):
+        _check_phase("svd", xp.imag(diagonal(xp, J)) + xp.imag(diagonal(xp, K)), J)
+        diag = diag + 1j * xp.imag(diagonal(xp, J)) * sinv
+    inner = _divide_off_degenerate(xp, numerator, gap, degenerate) + diag_embed(xp, diag, k)
+    ga = xp.matmul(xp.matmul(u, inner), vh)
+    if m > k:  # (I - U U^H) gU S^{-1} V^H
+        ga = ga + xp.matmul((gu - xp.matmul(u, J)) * xp.expand_dims(sinv, -2), vh)
+    if n > k:  # U S^{-1} gV^H (I - V V^H)
+        gvh_ = mH(xp, gv)
+        ga = ga + xp.matmul(u, xp.expand_dims(sinv, -1) * (gvh_ - xp.matmul(xp.matmul(gvh_, v), vh)))
+    return like(xp, ga, a)
+
+
+def _qr_tall(xp, st, q, r, gq, gr):
+    # gA = (gQ + Q copyltu(M)) R^{-H}, M = gR R^H - Q^H gQ (m >= n; J. Townsend's derivation)
+    M = xp.matmul(gr, mH(xp, r)) - xp.matmul(mH(xp, q), gq)
+    upper = xp.triu(M, k=1)
+    d = diag_part(xp, M)
+    W = gq + xp.matmul(q, upper + mH(xp, upper) + (xp.real(d) if is_complex(d) else d))
+    return mH(xp, st(r, mH(xp, W), lower=False))
+
+
+@adjoint_form
+def _qr_vjp(xp, g, ans, a, complete=False):
+    st = pick(xp, _solve_triangular, _solve_triangular_op)
+    m, n = a.shape[-2:]
+    q, r = _unflat(xp, ans, _qr_shapes(m, n, complete))
+    gq, gr = _unflat(xp, g, _qr_shapes(m, n, complete))
+    if complete and m > n:
+        _leftover("qr", gq[..., :, n:], "the columns of Q beyond n, an arbitrary basis of a complement")
+        q, gq, r, gr = q[..., :, :n], gq[..., :, :n], r[..., :n, :], gr[..., :n, :]
+    if m >= n:
+        return like(xp, _qr_tall(xp, st, q, r, gq, gr), a)
+    # wide: a = [X | Y] with X = Q B square and Y = Q D, D = Q^H Y
+    b, dd = r[..., :, :m], r[..., :, m:]
+    gb, gd = gr[..., :, :m], gr[..., :, m:]
+    y = xp.matmul(q, dd)
+    gx = _qr_tall(xp, st, q, b, gq + xp.matmul(y, mH(xp, gd)), gb)
+    return like(xp, xp.concatenate([gx, xp.matmul(q, gd)], axis=-1), a)
+
+
+# fmt: off
+_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans")
+_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans")
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans")
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans")
+# fmt: on
+
+
+# -- the public functions ------------------------------------------------------------------------------------
+def eigh(a, UPLO="L"):
+    """Eigenvalues (ascending, real) and orthonormal eigenvectors of each Hermitian matrix, as NumPy's
+    EighResult. Only the ``UPLO`` triangle ('L' or 'U') is read, and the gradient is that of the function NumPy
+    computes (see ``cholesky``). Eigenvectors are defined up to sign (phase): differentiate functions that do
+    not depend on it. At degenerate eigenvalues, see this module's docstring.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.eigh(tg.Tensor([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+    Tensor([1., 2.])
+    """
+    check_matrices(a, "eigh")
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    packed = _eigh_op(a, UPLO=UPLO)
+    w = packed[..., 0, :]
+    return EighResult(real(w) if is_complex(packed) else w, packed[..., 1:, :])
+
+
+def eigvalsh(a, UPLO="L"):
+    """The eigenvalues of each Hermitian matrix, ascending; the gradient V diag(g) V^H is exact even where
+    eigenvalues repeat.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.eigvalsh(tg.Tensor([[2.0, 1.0], [1.0, 2.0]]))
+    Tensor([1., 3.])
+    """
+    return eigh(a, UPLO).eigenvalues
+
+
+def eig(a):
+    """Eigenvalues and eigenvectors (unit norm, columns) of each square matrix, always complex (as in JAX and
+    PyTorch; NumPy returns real arrays when every eigenvalue is real), as NumPy's EigResult. The eigenvalues are
+    holomorphic where they are distinct; the eigenvectors are defined up to a phase each.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.eig(tg.Tensor([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+    Tensor([2.+0.j, 1.+0.j], dtype=complex128)
+    """
+    check_matrices(a, "eig")
+    packed = _eig_op(a)
+    return EigResult(packed[..., 0, :], packed[..., 1:, :])
+
+
+def eigvals(a):
+    """The eigenvalues of each square matrix (complex).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.eigvals(tg.Tensor([[0.0, -1.0], [1.0, 0.0]]))
+    Tensor([0.+1.j, 0.-1.j], dtype=complex128)
+    """
+    return eig(a).eigenvalues
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition a = U diag(S) Vh of each matrix, as NumPy's SVDResult (S descending and
+    real); ``compute_uv=False`` gives S alone (``svdvals``). With ``full_matrices=True`` (NumPy's default) U and
+    Vh are square, and their columns (rows) beyond min(m, n) get no gradient (a nonzero cotangent there raises).
+    ``hermitian`` is accepted for NumPy's signature; the decomposition is the general one either way.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.svd(tg.Tensor([[3.0, 0.0], [0.0, -2.0]])).S
+    Tensor([3., 2.])
+    """
+    check_matrices(a, "svd", square=False)
+    m, n = shape_of(a)[-2:]
+    full = bool(full_matrices) and bool(compute_uv)
+    u, s, vh = _unflat_tensors(_svd_op(a, full_matrices=full), _svd_shapes(m, n, full))
+    s = real(s) if is_complex(s) else s
+    return SVDResult(u, s, vh) if compute_uv else s
+
+
+def svdvals(a):
+    """The singular values of each matrix, descending; the gradient U diag(g) V^H is exact even where they
+    repeat.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> la.svdvals(tg.Tensor([[0.0, 2.0], [1.0, 0.0]]))
+    Tensor([2., 1.])
+    """
+    return svd(a, full_matrices=False, compute_uv=False)
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition of each matrix, as NumPy's QRResult: ``mode`` 'reduced' (Q m x k, R k x n, k = min(m,
+    n)), 'complete' (Q m x m; its columns beyond n get no gradient) or 'r' (R alone). The gradient needs R's
+    leading square block invertible (full rank).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> abs(la.qr(tg.Tensor([[3.0], [4.0]])).R)
+    Tensor([[5.]])
+    """
+    check_matrices(a, "qr", square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r' ('raw' has no gradient), got {mode!r}")
+    m, n = shape_of(a)[-2:]
+    complete = mode == "complete"
+    q, r = _unflat_tensors(_qr_op(a, complete=complete), _qr_shapes(m, n, complete))
+    return r if mode == "r" else QRResult(q, r)
+
+
+def _unflat_tensors(packed, shapes):
+    batch, out, start = tuple(packed.shape[:-1]), [], 0
+    for shape in shapes:
+        size = int(np.prod(shape, dtype=np.int64))
+        out.append(reshape(packed[..., start : start + size], batch + tuple(shape)))
+        start += size
+    return out
