@@ -74,8 +74,10 @@ def _dtype_and_backend(a, like):
         return a, NUMPY
     if isinstance(a, (type, str)):  # np.float64, "float32"
         return np.dtype(a), NUMPY
-    if hasattr(a, "shape"):  # an array
-        return a.dtype, backend_of(a) or NUMPY
+    if hasattr(a, "shape"):  # an array (or a tensor, a saved shape)
+        return a.dtype, backend_of(a) or (
+            backend_of(getattr(a, "_data", None)) if hasattr(a, "_data") else None
+        ) or NUMPY
     return a, (backend_of(like) if like is not None else None) or NUMPY  # another library's dtype object
 
 
@@ -91,16 +93,21 @@ def is_floating(a, like=None) -> bool:
 
 
 def is_complex(a, like=None) -> bool:
-    """Whether array ``a``, or dtype ``a`` (of the library of array ``like``), is complex.
+    """Whether ``a`` is complex: an array, anything with a ``dtype`` (a tensor, a saved shape), a number, or a
+    dtype (of the library of array ``like``).
 
-    >>> is_complex(np.ones(2, complex)), is_complex(np.ones(2))
-    (True, False)
+    >>> is_complex(np.ones(2, complex)), is_complex(np.ones(2)), is_complex(1j), is_complex(np.float32)
+    (True, False, True, False)
     """
+    if isinstance(a, (bool, int, float, complex)):
+        return isinstance(a, complex)
     dtype, backend = _dtype_and_backend(a, like)
     kind = getattr(dtype, "kind", None)
-    if isinstance(kind, str):
+    if isinstance(kind, str):  # NumPy's dtypes, which CuPy uses too
         return kind == "c"
-    return bool(backend.xp.isdtype(dtype, "complex floating"))
+    if backend is not NUMPY:
+        return bool(backend.xp.isdtype(dtype, "complex floating"))
+    return "complex" in str(dtype)  # another library's dtype met without its array: known by its name
 
 
 def all_finite(a) -> bool:

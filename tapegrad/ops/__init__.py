@@ -7,6 +7,7 @@ replay's slot for it (:func:`tapegrad.core.replay.set_differentiable_rules`).
 
 import numpy as np
 
+from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
 from ..tensor import Tensor
 from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
@@ -434,7 +435,7 @@ class _TensorRules:
             raise AttributeError(attr)
         f = globals().get(attr) if attr in __all__ else None
         if f is None and attr in _CONSTRUCTORS:
-            f = _constant(getattr(np, attr))
+            f = _constant(attr)
         if f is None:
             value = getattr(np, attr, None)
             if value is None or (callable(value) and not isinstance(value, type)):
@@ -461,10 +462,13 @@ class _TensorRules:
     scatter = staticmethod(scatter)
 
 
-def _constant(make):
+def _constant(name):
+    """A constructor on a recorded replay: a constant tensor, made in the library of its array arguments."""
+
     def fn(*args, **kwargs):
         args = [a._data if isinstance(a, Tensor) else a for a in args]
-        return Tensor._wrap(make(*args, **kwargs))
+        library = next((b for b in map(backend_of, args) if b is not None), NUMPY)
+        return Tensor._wrap(getattr(library.fx, name)(*args, **kwargs))
 
     return fn
 

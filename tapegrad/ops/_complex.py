@@ -8,21 +8,14 @@ adjoint of the embedding of the reals in the complex numbers.
 
 import numpy as np
 
+from ..backend import is_complex
 
-def is_complex(a) -> bool:
-    """Whether ``a`` (an array, a tensor, a :class:`~tapegrad.registry.Shape`, a number) is complex."""
-    dtype = getattr(a, "dtype", None)
-    if dtype is None:
-        return isinstance(a, complex)
-    kind = getattr(dtype, "kind", None)  # NumPy's dtypes (CuPy uses them too)
-    if kind is not None:
-        return kind == "c"
-    return "complex" in str(dtype)  # array API dtypes have no kind
+__all__ = ["is_complex", "complex_dtype", "like", "real_if_complex", "data_of", "finfo_eps"]
 
 
 def complex_dtype(xp, dtype):
     """The complex dtype of ``dtype``'s precision in namespace ``xp`` (complex64 for float32)."""
-    if is_complex(_Dtype(dtype)):
+    if is_complex(dtype):
         return dtype
     return xp.complex64 if dtype == xp.float32 else xp.complex128
 
@@ -44,13 +37,6 @@ def data_of(a):
     """The array under a tensor (a recorded replay hands rules tensors), for checks that read values."""
     from_tensor = getattr(a, "_data", None)
     return a if from_tensor is None else from_tensor
-
-
-class _Dtype:
-    __slots__ = ("dtype",)
-
-    def __init__(self, dtype):
-        self.dtype = dtype
 
 
 def finfo_eps(dtype) -> float:

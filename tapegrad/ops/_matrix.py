@@ -1,9 +1,9 @@
 """Helpers of the linear-algebra and FFT rules: which function a rule calls, matrix transposes, triangles.
 
 A rule that needs another linear-algebra op (the rule of ``cholesky`` needs triangular solves) calls
-:func:`pick`: on a plain replay that is the op's forward in the replay's array library (NumPy speed), on a
-replay recorded for higher derivatives it is the differentiable op itself, so second derivatives and Hessians
-go through its own rule. Everything else a rule calls goes through ``xp`` (matmul, where, tril, conj, ...).
+:func:`tapegrad.ops._rules.in_rule`: on a plain replay that is the op's forward in the replay's array library
+(NumPy speed), on a replay recorded for higher derivatives it is the differentiable op itself, so second
+derivatives and Hessians go through its own rule. Everything else a rule calls goes through ``xp`` (matmul, where, tril, conj, ...).
 """
 
 import functools
@@ -11,16 +11,6 @@ import functools
 import numpy as np
 
 from ._complex import is_complex
-
-
-def recorded(xp) -> bool:
-    """Whether ``xp`` is tapegrad's own namespace (a replay recorded for higher derivatives)."""
-    return getattr(xp, "name", None) == "tapegrad"
-
-
-def pick(xp, forward, op):
-    """The function a rule calls: ``op`` on a recorded replay, else ``forward`` in ``xp``'s library."""
-    return op if recorded(xp) else functools.partial(forward, xp=xp)
 
 
 def is_numpy(xp) -> bool:

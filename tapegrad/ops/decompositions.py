@@ -29,9 +29,10 @@ import numpy as np
 from ..backend import to_numpy
 from ..registry import defop
 from ._complex import complex_dtype, data_of, finfo_eps, is_complex, like, real_if_complex
-from ._matrix import adjoint_form, diag_embed, diag_part, diagonal, mH, native, pick, triangle_read
+from ._matrix import adjoint_form, diag_embed, diag_part, diagonal, mH, native, triangle_read
+from ._rules import in_rule
 from .complex_numbers import real
-from .linalg import _solve, _solve_op, _solve_triangular, _solve_triangular_op, check_matrices, shape_of
+from .linalg import _solve_op, _solve_triangular_op, check_matrices, shape_of
 from .shape import reshape
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
@@ -160,7 +161,7 @@ def _eigh_vjp(xp, g, ans, a, UPLO="L"):
 
 @adjoint_form
 def _eig_vjp(xp, g, ans, a):
-    solve = pick(xp, _solve, _solve_op)
+    solve = in_rule(xp, _solve_op)
     n = ans.shape[-1]
     w, v = ans[..., 0, :], ans[..., 1:, :]
     gw, gv = g[..., 0, :], g[..., 1:, :]
@@ -240,7 +241,7 @@ def _qr_tall(xp, st, q, r, gq, gr):
 
 @adjoint_form
 def _qr_vjp(xp, g, ans, a, complete=False):
-    st = pick(xp, _solve_triangular, _solve_triangular_op)
+    st = in_rule(xp, _solve_triangular_op)
     m, n = a.shape[-2:]
     q, r = _unflat(xp, ans, _qr_shapes(m, n, complete))
     gq, gr = _unflat(xp, g, _qr_shapes(m, n, complete))

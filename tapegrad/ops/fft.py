@@ -18,7 +18,8 @@ import numpy.fft  # noqa: F401  (NumPy 2 loads it lazily: namespaces copied from
 from ..backend import MissingFunction
 from ..registry import defop
 from ._complex import complex_dtype, is_complex, like, real_if_complex
-from ._matrix import is_numpy, native, pick
+from ._matrix import is_numpy, native
+from ._rules import in_rule
 
 
 def _complex_input(xp, x):
@@ -67,7 +68,7 @@ def resize(xp, t, axis, n):
 
 def _c2c_vjp(forward, op):
     def vjp(xp, g, ans, x, s=None, axes=None, norm="backward"):
-        t = pick(xp, forward, op())(g, axes=axes, norm=norm)
+        t = in_rule(xp, op())(g, axes=axes, norm=norm)
         for axis in axes:
             t = resize(xp, t, axis, x.shape[axis])
         return like(xp, t, x)
@@ -76,14 +77,14 @@ def _c2c_vjp(forward, op):
 
 
 def _rfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
-    fftn = pick(xp, _fftn, _fftn_op)
+    fftn = in_rule(xp, _fftn_op)
     full = n if n is not None else x.shape[axis]
     t = xp.real(fftn(resize(xp, g, axis, full), axes=(axis,), norm=norm))
     return resize(xp, t, axis, x.shape[axis])
 
 
 def _irfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
-    ifftn = pick(xp, _ifftn, _ifftn_op)
+    ifftn = in_rule(xp, _ifftn_op)
     full = n if n is not None else 2 * (x.shape[axis] - 1)
     k = full // 2 + 1
     t = ifftn(real_if_complex(xp, g), axes=(axis,), norm=norm)  # the output is real: so is its cotangent

@@ -7,7 +7,7 @@ holomorphic ops (``inv``, ``solve``, ``det``, ``matmul``) have no conjugation; t
 ``pinv``) are written with conjugate transposes, PyTorch's adjoint convention, and conjugated once
 (``adjoint_form``). A real input that meets complex values gets the real part of its gradient.
 
-Rules call other ops through :func:`~tapegrad.ops._matrix.pick`, so second derivatives run through those ops'
+Rules call other ops through :func:`~tapegrad.ops._rules.in_rule`, so second derivatives run through those ops'
 own rules; no rule forms an inverse that a solve can replace (``det``'s gradient *is* the inverse).
 
 The matrix product's rules promote 1-D operands the way ``np.matmul`` does, compute in the output's batch shape,
@@ -22,7 +22,8 @@ import numpy as np
 from ..registry import defnondiff, defop
 from ._axes import kept_shape, normalize_axes
 from ._complex import is_complex, like, real_if_complex
-from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, pick, scipy_linalg, triangle_read
+from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
+from ._rules import in_rule
 from .complex_numbers import real
 
 
@@ -139,7 +140,7 @@ def _pinv(a, rcond=None, hermitian=False, *, xp=np):
 
 # -- rules ---------------------------------------------------------------------------------------------------
 def _solve_vjp(xp, g, ans, a, b):
-    solve = pick(xp, _solve, _solve_op)
+    solve = in_rule(xp, _solve_op)
     at = mT(xp, a)
     if b.ndim == 1:  # x = A^{-1} b for each batch of A: the cotangent is a stack of vectors
         gb = xp.squeeze(solve(at, xp.expand_dims(g, -1)), -1)
@@ -156,14 +157,14 @@ def _inv_vjp(xp, g, ans, a):
 
 
 def _det_vjp(xp, g, ans, a):
-    inv = pick(xp, _inv, _inv_op)
+    inv = in_rule(xp, _inv_op)
     scale = xp.expand_dims(xp.expand_dims(g * ans, -1), -1)
     return like(xp, scale * mT(xp, inv(a)), a)
 
 
 def _slogdet_vjp(xp, g, ans, a):
     # log det A = logabsdet + i theta is holomorphic with derivative A^{-T}; sign = e^{i theta}
-    inv = pick(xp, _inv, _inv_op)
+    inv = in_rule(xp, _inv_op)
     glog = real_if_complex(xp, g[..., 1])
     if is_complex(ans):
         c = glog + 1j * xp.imag(g[..., 0] * ans[..., 0])
@@ -173,7 +174,7 @@ def _slogdet_vjp(xp, g, ans, a):
 
 
 def _solve_triangular_vjp(xp, g, ans, a, b, lower=False, trans=0, unit_diagonal=False):
-    st = pick(xp, _solve_triangular, _solve_triangular_op)
+    st = in_rule(xp, _solve_triangular_op)
     kw = {"lower": lower, "unit_diagonal": unit_diagonal}
     vector = b.ndim == 1
     if vector:
@@ -196,7 +197,7 @@ def _solve_triangular_vjp(xp, g, ans, a, b, lower=False, trans=0, unit_diagonal=
 @adjoint_form
 def _cholesky_vjp(xp, g, ans, a, upper=False):
     # Murray's formula (arXiv:1602.07527) by triangular solves: G = L^{-H} herm(Phi(L^H gL)) L^{-1}
-    st = pick(xp, _solve_triangular, _solve_triangular_op)
+    st = in_rule(xp, _solve_triangular_op)
     L, gl = (mH(xp, ans), mH(xp, g)) if upper else (ans, g)
     k = xp.matmul(mH(xp, L), gl)
     phi = xp.tril(k, k=-1) + diag_part(xp, k) * 0.5

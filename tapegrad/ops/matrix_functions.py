@@ -16,7 +16,8 @@ import numpy as np
 from ..backend import MissingFunction
 from ..registry import defop
 from ._complex import like
-from ._matrix import is_numpy, mT, pick, scipy_linalg
+from ._matrix import is_numpy, mT, scipy_linalg
+from ._rules import in_rule
 from .linalg import check_matrices
 
 
@@ -58,8 +59,8 @@ def _frechet_vjp(xp, f, g, a):
 
 
 # fmt: off
-_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, pick(xp, _expm, _expm_op), g, a), save="x")
-_logm_op = defop("logm", _logm, lambda xp, g, ans, a: _frechet_vjp(xp, pick(xp, _logm, _logm_op), g, a), save="x")
+_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x")
+_logm_op = defop("logm", _logm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _logm_op), g, a), save="x")
 # fmt: on
 
 
