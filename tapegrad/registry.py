@@ -122,7 +122,7 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     >>> from tapegrad.registry import defop
     >>> cube = defop("cube_demo", lambda x: x ** 3, lambda xp, g, ans, x: g * 3 * x * x, save="x", register=False)
     >>> x = tg.Tensor(2.0, requires_grad=True)
-    >>> with tg.tape.record():
+    >>> with tg.record():
     ...     y = cube(x)
     >>> y.backward(); float(x.grad)
     12.0

@@ -36,7 +36,7 @@ def to_dot(tape) -> str:
 
     >>> import tapegrad as tg
     >>> W = tg.Tensor([1.0, 2.0], requires_grad=True, name="W")
-    >>> with tg.tape.record() as t:
+    >>> with tg.record() as t:
     ...     y = (W * W).sum()
     >>> dot = t.to_dot()
     >>> dot.splitlines()[0], '"W" -> "op0"' in dot, 'shape=doubleoctagon' in dot

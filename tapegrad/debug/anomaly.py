@@ -1,9 +1,9 @@
 """NaN provenance: which op, forward or backward, on which line of the user's code, made a NaN or infinity.
 
-- ``tape.record(track_source=True)`` keeps, per entry, the file and line of the user's code that called the op
+- ``tg.record(track_source=True)`` keeps, per entry, the file and line of the user's code that called the op
   and the output's shape and dtype (in ``entry.info``), through one of the tape's monitors: a plain tape
   pays nothing for it.
-- ``tape.record(detect_anomaly=True)``, or any tape recorded or replayed inside ``with detect_anomaly():``,
+- ``tg.record(detect_anomaly=True)``, or any tape recorded or replayed inside ``with detect_anomaly():``,
   also checks each op's output as it is recorded and each gradient as the replay computes it, and raises
   :class:`AnomalyError` at the first value that is not finite, naming the op, the phase, the entry index (as
   ``print(t)`` numbers it) and the line.
@@ -166,7 +166,7 @@ class detect_anomaly:
 
     >>> import numpy as np, tapegrad as tg
     >>> x = tg.Tensor([-1.0], requires_grad=True)
-    >>> with np.errstate(invalid="ignore"), tg.detect_anomaly(), tg.tape.record():
+    >>> with np.errstate(invalid="ignore"), tg.detect_anomaly(), tg.record():
     ...     y = tg.log(x)
     Traceback (most recent call last):
     ...
@@ -205,7 +205,7 @@ def find_nonfinite(tape) -> list:
 
     >>> import numpy as np, tapegrad as tg
     >>> x = tg.Tensor([4.0, -1.0], requires_grad=True, name="x")
-    >>> with np.errstate(invalid="ignore"), tg.tape.record(persistent=True) as t:
+    >>> with np.errstate(invalid="ignore"), tg.record(persistent=True) as t:
     ...     y = (tg.sqrt(x) * 2).sum()
     >>> [(f.index, f.call) for f in t.find_nonfinite()]
     [(0, 't0 = sqrt(x)')]

@@ -70,7 +70,7 @@ def stats(tape) -> dict:
 
     >>> import tapegrad as tg
     >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
-    >>> with tg.tape.record() as t:
+    >>> with tg.record() as t:
     ...     y = tg.exp(x).sum()
     >>> s = t.stats(); s["entries"], s["saved_bytes"], s["per_op"]["exp"]
     (2, 16, {'count': 1, 'saved_bytes': 16})
@@ -118,7 +118,7 @@ def memory_report(tape) -> str:
 
     >>> import tapegrad as tg
     >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
-    >>> with tg.tape.record(track_source=True) as t:
+    >>> with tg.record(track_source=True) as t:
     ...     y = tg.exp(x).sum()
     >>> print(t.memory_report())  # doctest: +ELLIPSIS
       #  op   output        source  saved      bytes  total

@@ -182,7 +182,7 @@ def format_tape(tape, limit: int | None = 40) -> str:
 
     >>> import tapegrad as tg
     >>> W = tg.Tensor([1.0, 2.0], requires_grad=True, name="W")
-    >>> with tg.tape.record() as t:
+    >>> with tg.record() as t:
     ...     y = (W * W).sum()
     >>> print(t)  # doctest: +NORMALIZE_WHITESPACE
     Tape (recording, 2 entries)

@@ -81,7 +81,7 @@ def live_tapes() -> list:
     >>> import tapegrad as tg
     >>> from tapegrad.debug import live_tapes
     >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
-    >>> with tg.tape.record() as t:
+    >>> with tg.record() as t:
     ...     y = (x * x).sum()
     >>> [(lt.entries, lt.saved_bytes) for lt in live_tapes() if lt.ref() is t]
     [(2, 16)]

@@ -20,7 +20,7 @@ uses tapegrad's public ops only.
 >>> import numpy as np, tapegrad as tg
 >>> model = tg.nn.Sequential(tg.nn.Linear(4, 16, rng=0), tg.nn.ReLU(), tg.nn.Linear(16, 3, rng=1))
 >>> x, y = tg.Tensor(np.random.default_rng(0).normal(size=(8, 4))), np.arange(8) % 3
->>> with tg.tape.record():
+>>> with tg.record():
 ...     loss = tg.nn.CrossEntropyLoss()(model(x), y)
 >>> loss.backward()
 >>> [p.grad.shape for p in model.parameters()]

@@ -12,7 +12,7 @@ arguments before it changes anything.
 >>> opt = tg.optim.SGD([w], lr=0.25)
 >>> for _ in range(3):
 ...     opt.zero_grad()
-...     with tg.tape.record():
+...     with tg.record():
 ...         loss = (w * w).sum()
 ...     loss.backward(); opt.step()
 >>> w.data   # each step halves w: w -= 0.25 * 2w

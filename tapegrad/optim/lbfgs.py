@@ -35,7 +35,7 @@ class LBFGS(Optimizer):
     >>> opt = tg.optim.LBFGS([w], line_search_fn="strong_wolfe")
     >>> def closure():
     ...     opt.zero_grad()
-    ...     with tg.tape.record():
+    ...     with tg.record():
     ...         loss = ((w - tg.Tensor([1.0, 2.0])) ** 2).sum()
     ...     loss.backward()
     ...     return loss
