@@ -271,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--rows", type=int, default=2_500_000, help="rows of the generated data set")
     parser.add_argument("--features", type=int, default=100, help="features per row")
-    parser.add_argument("--chunk-rows", type=int, default=50_000, help="rows per chunk (a task's share of the data)")
+    parser.add_argument("--chunk-rows", type=int, default=20_000, help="rows per chunk (a task's share of the data)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data (the same chunks on every run)")
     parser.add_argument("--l2", type=float, default=1e-4, help="L2 penalty on the weights")
     parser.add_argument("--lbfgs-iters", type=int, default=10, help="L-BFGS iterations (each a pass or two)")

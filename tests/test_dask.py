@@ -5,6 +5,7 @@ steps, random programs against NumPy, a cluster of processes, the example on a s
 
 import gc
 import importlib.util
+import json
 import pathlib
 import subprocess
 import sys
@@ -276,3 +277,14 @@ def test_the_example_fits_out_of_core_on_a_short_run(tmp_path):
     assert f["lbfgs_loss"] < 0.69 and f["adam_last_loss"] < f["adam_first_loss"]
     assert len(results["worker_peak_bytes"]) == 2 and all(p > 0 for p in results["worker_peak_bytes"])
     assert (tmp_path / "results.json").exists()
+
+
+def test_the_guide_lists_every_op_dask_cannot_run_and_quotes_the_committed_run():
+    from tapegrad.backend.dask_array import UNSUPPORTED
+
+    page = (ROOT / "docs" / "guide" / "dask.md").read_text()
+    missing = [name for name in UNSUPPORTED if f"`{name}`" not in page]
+    assert not missing, f"docs/guide/dask.md does not list {missing}"
+    example = _example()
+    results = json.loads((ROOT / "docs" / "dask-logistic.json").read_text())
+    assert example.report(results) in page, "docs/guide/dask.md: the figures are not those of docs/dask-logistic.json"
