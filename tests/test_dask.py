@@ -289,3 +289,14 @@ def test_the_guide_lists_every_op_dask_cannot_run_and_quotes_the_committed_run()
     results = json.loads((ROOT / "docs" / "dask-logistic.json").read_text())
     for line in example.report(results).splitlines():
         assert f"- {line}\n" in page, f"docs/guide/dask.md: not the committed run's figure: {line}"
+
+
+def test_a_large_numpy_parameter_adds_its_numpy_and_dask_gradients():
+    # 4096 elements: the replay adds large cotangents in place where it can, never a Dask one into NumPy memory
+    w = tg.Tensor(np.linspace(-1.0, 1.0, 4096), requires_grad=True)
+    X = da.ones((8, 4096), chunks=(4, 4096))
+    with tg.record():
+        loss = (tg.Tensor(X) @ w).sum() + (w * w).sum()  # replayed last first: the NumPy gradient comes first
+    loss.backward()
+    tg.compute(loss, w)
+    np.testing.assert_allclose(w.grad, 2 * w.data + 8.0)
