@@ -26,6 +26,7 @@ from .errors import (
     TapeEscapeWarning,
     TapeLeakWarning,
 )
+from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .recompute import checkpoint
 from .registry import NONDIFF, REGISTRY, defnondiff, defop
@@ -54,6 +55,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor",
+    "compute",
     "tensor",
     "record",
     "stop_recording",

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._state import is_recording
 from ._tree import tree_flatten, tree_unflatten
-from .backend import is_floating
+from .backend import is_floating, is_lazy
 from .core import keep_pending
 from .registry import defop
 from .tape import Tape, record
@@ -125,8 +125,10 @@ def finish(tree, recording):
     if recording:
         return tree
     leaves, spec = tree_flatten(tree, "result")
-    # NumPy gives 0-d results as scalars (np.float64); return arrays throughout.
-    return tree_unflatten(spec, [np.asarray(x._data if isinstance(x, Tensor) else x) for x in leaves])
+    # NumPy gives 0-d results as scalars (np.float64); return arrays throughout. Lazy (Dask) arrays stay
+    # lazy: converting them would compute each on its own, one pass over the data per result (tg.compute).
+    datas = [x._data if isinstance(x, Tensor) else x for x in leaves]
+    return tree_unflatten(spec, [a if is_lazy(a) else np.asarray(a) for a in datas])
 
 
 def aux_out(aux, recording):

@@ -11,15 +11,19 @@ import numbers
 
 import numpy as np
 
+from .backend import is_array
 from .tensor import Tensor
 
 _LEAF = "*"
 
 
 def is_leaf(x) -> bool:
-    """Whether ``x`` is a leaf: a tensor, an array, a NumPy scalar or a Python number (bool excluded)."""
-    return isinstance(x, (Tensor, np.ndarray, np.generic)) or (
-        isinstance(x, numbers.Number) and not isinstance(x, bool)
+    """Whether ``x`` is a leaf: a tensor, an array (of any backend), a NumPy scalar or a Python number (bool
+    excluded)."""
+    return (
+        isinstance(x, (Tensor, np.ndarray, np.generic))
+        or (isinstance(x, numbers.Number) and not isinstance(x, bool))
+        or (not isinstance(x, (list, tuple, dict)) and x is not None and is_array(x))
     )
 
 

@@ -6,8 +6,10 @@ backend and is marked ``backend`` (``pytest -m backend`` runs only those). It bu
 ``backend.is_native(array)`` that nothing was silently converted to NumPy. Property tests can take the
 fixture too (it is session-scoped, so ``@given`` accepts it) or draw from :func:`available`.
 
-Which backends: ``TAPEGRAD_BACKENDS`` (comma separated), by default ``numpy,array_api_strict,numpy_like``. A
-backend that is not installed (or, for ``cupy``, has no GPU) is skipped with the reason.
+Which backends: ``TAPEGRAD_BACKENDS`` (comma separated), by default ``numpy,array_api_strict,numpy_like,dask``.
+A backend that is not installed (or, for ``cupy``, has no GPU) is skipped with the reason. By default Dask runs
+a subset of the op table (:func:`subset`: values and gradient shapes, no finite differences);
+``TAPEGRAD_BACKENDS=dask`` runs all of it.
 ``benchmarks/gpu_check.py`` runs the marked tests with ``TAPEGRAD_BACKENDS=cupy``.
 
 ``numpy_like`` stands in for CuPy on machines without a GPU: NumPy arrays under another type (``StandIn``),
@@ -39,6 +41,9 @@ class ArrayBackend:
     asarray: Callable  # a NumPy array -> the same values and dtype as this library's array
     to_numpy: Callable  # this library's array -> a NumPy array (an explicit copy from a device)
     array_type: type
+    # x -= y changes the array in place (NumPy, CuPy, array_api_strict); Dask arrays are immutable, so the
+    # tensor is rebound to a new array and what a tape saved stays as it was
+    mutable: bool = True
 
     def is_native(self, a) -> bool:
         return isinstance(a, self.array_type)
@@ -86,15 +91,41 @@ def _numpy_like():
     return ArrayBackend("numpy_like", lambda a: np.array(a).view(StandIn), lambda a: np.array(a), StandIn)
 
 
-_MAKERS = {"numpy": _numpy, "array_api_strict": _array_api_strict, "numpy_like": _numpy_like, "cupy": _cupy}
+def _dask():
+    da = importlib.import_module("dask.array")
+
+    def asarray(a):
+        a = np.array(a)  # two chunks along every axis of two or more elements: rules meet chunk boundaries
+        return da.from_array(a, chunks=tuple(max(1, -(-n // 2)) for n in a.shape))
+
+    def to_numpy(a):
+        return np.asarray(a.compute() if hasattr(a, "compute") else a)
+
+    return ArrayBackend("dask", asarray, to_numpy, da.Array, mutable=False)
+
+
+_MAKERS = {
+    "numpy": _numpy,
+    "array_api_strict": _array_api_strict,
+    "numpy_like": _numpy_like,
+    "cupy": _cupy,
+    "dask": _dask,
+}
+
+
+DEFAULT = "numpy,array_api_strict,numpy_like,dask"
+
+
+def subset(name: str) -> bool:
+    """Whether ``name`` runs the op table's subset only: Dask, unless TAPEGRAD_BACKENDS names it. Each Dask op
+    builds a graph and computes it, so the finite-difference checks (hundreds of evaluations per row) cost
+    minutes; by default Dask runs the value and gradient-shape checks of every row (and every other backend
+    test), and ``TAPEGRAD_BACKENDS=dask`` runs the whole table on it."""
+    return name == "dask" and "TAPEGRAD_BACKENDS" not in os.environ
 
 
 def selected() -> list[str]:
-    names = [
-        n.strip()
-        for n in os.environ.get("TAPEGRAD_BACKENDS", "numpy,array_api_strict,numpy_like").split(",")
-        if n.strip()
-    ]
+    names = [n.strip() for n in os.environ.get("TAPEGRAD_BACKENDS", DEFAULT).split(",") if n.strip()]
     unknown = set(names) - set(_MAKERS)
     if unknown:
         raise ValueError(f"TAPEGRAD_BACKENDS: unknown backends {sorted(unknown)}; known: {sorted(_MAKERS)}")

@@ -9,6 +9,7 @@ slip in untested.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pathlib
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 from tapegrad import strategies as tgst
+from tapegrad.backend.dask_array import UNSUPPORTED as DASK_UNSUPPORTED
 
 
 @dataclass(frozen=True)
@@ -366,3 +368,9 @@ def draw_values(rng, shape, domain, dtype=np.float64):
 # with the helpers above (``from op_table import OpCase, ...``); every one of them joins OPS here.
 for _path in sorted(pathlib.Path(__file__).parent.glob("op_rows_*.py")):
     OPS = OPS + tuple(importlib.import_module(_path.stem).ROWS)
+
+# Ops Dask cannot run, for all or some of their parameters: one list, the backend's own (it raises
+# NotImplementedError naming the op and Dask for them); the rows say so as any library's unsupported ops do.
+OPS = tuple(
+    dataclasses.replace(c, unsupported=c.unsupported + ("dask",)) if c.name in DASK_UNSUPPORTED else c for c in OPS
+)

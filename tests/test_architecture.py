@@ -23,6 +23,7 @@ LAYERS = {
     "tapegrad._state": 2,  # per-context recording state, the version clock
     "tapegrad.tensor": 3,  # the Tensor data class
     "tapegrad._tree": 3,  # pytrees
+    "tapegrad.lazy": 3,  # tg.compute: lazy (Dask) values made concrete in one pass
     "tapegrad.core": 4,  # nodes and records, recording, replay, hooks, the base tape
     "tapegrad.registry": 5,  # defop and the op registry
     "tapegrad.custom": 5,

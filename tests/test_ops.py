@@ -6,6 +6,7 @@ tests/backends.py): inputs are made in that library, results must stay in it, va
 
 import numpy as np
 import pytest
+from backends import subset
 from op_table import OPS, draw_values
 
 import tapegrad as tg
@@ -21,13 +22,27 @@ def test_every_registered_op_has_a_row():
 
 
 def _unsupported(case, shapes, kwargs, backend):
-    """True (after checking the op says so) when ``backend`` lacks a function the op needs."""
+    """True (after checking the op says so) when ``backend`` lacks a function the op needs. Dask refuses some
+    ops only for some parameters (pad's reflecting modes): there an example that computes is checked as usual."""
     if backend.name not in case.unsupported:
         return False
     xs = [tg.Tensor(backend.asarray(a)) for a in _inputs(case, shapes)]
-    with pytest.raises(NotImplementedError, match=case.name):
+    if backend.name == "dask":  # some examples of a function composed of ops may compute: then they are checked
+        try:
+            case.fn(*xs, **kwargs)
+        except NotImplementedError as err:
+            assert "the dask backend" in str(err), err
+            return True
+        return False
+    # A function composed of ops (median of sort) names the op Dask cannot run
+    with pytest.raises(NotImplementedError, match="the dask backend" if backend.name == "dask" else case.name):
         case.fn(*xs, **kwargs)
     return True
+
+
+def _finite_differences(backend):
+    if subset(backend.name):
+        pytest.skip("dask runs the op table's finite-difference checks with TAPEGRAD_BACKENDS=dask (tests/backends.py)")
 
 
 def _inputs(case, shapes, dtype=np.float64, seed=0):
@@ -51,6 +66,7 @@ def test_value_matches_numpy(case, shapes, kwargs, dtype, backend):
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
 def test_gradient_matches_finite_differences(case, shapes, kwargs, backend):
+    _finite_differences(backend)
     if _unsupported(case, shapes, kwargs, backend):
         return
     assert tg.gradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes), asarray=backend.asarray)
@@ -58,6 +74,7 @@ def test_gradient_matches_finite_differences(case, shapes, kwargs, backend):
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
 def test_second_derivative_matches_finite_differences(case, shapes, kwargs, backend):
+    _finite_differences(backend)
     if _unsupported(case, shapes, kwargs, backend):
         return
     assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *_inputs(case, shapes), asarray=backend.asarray)
@@ -82,6 +99,7 @@ def test_gradient_has_input_shape_and_dtype(case, shapes, kwargs, dtype, backend
 
 @pytest.mark.parametrize("case,shapes,kwargs", CASES, ids=IDS)
 def test_float32_gradient_agrees_with_float64(case, shapes, kwargs, backend):
+    _finite_differences(backend)
     if _unsupported(case, shapes, kwargs, backend):
         return
     grads = {}
@@ -126,8 +144,13 @@ def test_tied_maxima_share_the_gradient(backend):
 
 def test_repeated_integer_indices_accumulate(backend):
     x = tg.Tensor(backend.asarray(np.array([1.0, 2.0, 3.0])), requires_grad=True)
+    mask = x > 1.5
+    if backend.name == "dask":  # a lazy mask selects a number of elements Dask knows only once computed
+        with pytest.raises(NotImplementedError, match="getitem: the dask backend needs an index known"):
+            x[mask]
+        mask = backend.to_numpy(mask.data)
     with tape.record():
-        y = x[np.array([0, 0, 2, 0])].sum() + x[x > 1.5].sum()
+        y = x[np.array([0, 0, 2, 0])].sum() + x[mask].sum()
     y.backward()
     np.testing.assert_allclose(backend.to_numpy(x.grad), [3.0, 1.0, 2.0])
 

@@ -7,7 +7,8 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
   libraries with NumPy's API (:func:`numpy_like_spellings`, CuPy).
 - :mod:`tapegrad.backend.numpy_rules`: what rules compute with on a plain NumPy replay.
 - :mod:`tapegrad.backend.facts`: :func:`is_array`, :func:`nbytes`, :func:`itemsize`, :func:`is_floating`, :func:`is_complex`,
-  :func:`all_finite`, :func:`memory_root`, :func:`to_numpy`.
+  :func:`all_finite`, :func:`is_lazy`, :func:`memory_root`, :func:`to_numpy`.
+- :mod:`tapegrad.backend.dask_array`: NumPy's names over ``dask.array`` (lazy graphs, NumPy arrays mixing in).
 
 >>> import numpy as np
 >>> from tapegrad import backend
@@ -17,7 +18,8 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
 
 from ._index import is_basic_index
 from .core import NUMPY, Backend, backend_of, common_backend, register
-from .facts import all_finite, is_array, is_complex, is_floating, itemsize, memory_root, nbytes, to_numpy
+from .dask_array import DaskSpellings, dask_spellings
+from .facts import all_finite, is_array, is_complex, is_floating, is_lazy, itemsize, memory_root, nbytes, to_numpy
 from .spellings import MissingFunction, NumpySpellings, cupy_spellings, numpy_like_spellings
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "register",
     "to_numpy",
     "is_array",
+    "is_lazy",
     "nbytes",
     "itemsize",
     "is_floating",
@@ -39,4 +42,6 @@ __all__ = [
     "numpy_like_spellings",
     "cupy_spellings",
     "MissingFunction",
+    "DaskSpellings",
+    "dask_spellings",
 ]

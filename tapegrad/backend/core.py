@@ -11,7 +11,13 @@ Contract
   Only other arrays come here.
 - **One library per op.** :func:`common_backend` finds the backend of every array input, cached per array
   type (a dict lookup after the first time); two libraries in one op are a ``TypeError`` naming the op and
-  both libraries. Python scalars (and NumPy scalars) mix with any library.
+  both libraries. Python scalars (and NumPy scalars) mix with any library, and NumPy arrays mix with a
+  library that takes them as its own inputs (``Backend.takes_numpy``: Dask, whose operations accept NumPy
+  arrays as one-chunk arrays): such an op runs in that library, so small NumPy parameters meet large Dask
+  data and the result, and every gradient through it, is Dask's.
+- **Lazy libraries.** ``Backend.lazy`` says that the library's functions build a graph and compute nothing
+  (Dask): nothing in tapegrad asks such an array for a value unless the user does (``item()``,
+  ``tg.compute``).
 - **Forwards per backend, resolved once.** ``Backend.forward(op)`` is cached per op: a NumPy function
   (``np.exp``) is looked up by name in the backend's *NumPy spellings* (``fx``); a forward with a keyword-only
   ``xp`` parameter gets ``xp=fx``; any other forward (written with operators) runs as it is.
@@ -38,27 +44,36 @@ import inspect
 
 import numpy as np
 
+from .dask_array import UNSUPPORTED as DASK_UNSUPPORTED
+from .dask_array import dask_spellings
 from .spellings import NumpySpellings, cupy_spellings
 
 __all__ = ["Backend", "backend_of", "common_backend", "register", "NUMPY"]
 
 
 class Backend:
-    """One array library: its ``name``, its namespace ``xp``, its NumPy spellings ``fx``, forwards per op."""
+    """One array library: its ``name``, its namespace ``xp``, its NumPy spellings ``fx``, forwards per op;
+    ``takes_numpy``: NumPy arrays mix with it (the op runs in this library); ``lazy``: it builds graphs."""
 
-    __slots__ = ("name", "xp", "fx", "_forwards")
+    __slots__ = ("name", "xp", "fx", "_forwards", "takes_numpy", "lazy", "refuses")
 
-    def __init__(self, name: str, xp, fx):
+    def __init__(self, name: str, xp, fx, *, takes_numpy: bool = False, lazy: bool = False, refuses=None):
         self.name = name
         self.xp = xp
         self.fx = fx
+        self.takes_numpy = takes_numpy
+        self.lazy = lazy
+        self.refuses = refuses or {}  # op name -> (why, which parameters: None for all): ops it cannot run
         self._forwards: dict = {}
 
     def forward(self, op):
         """The op's forward for this backend (resolved on first use, then cached)."""
         f = self._forwards.get(op)
         if f is None:
-            f = self._forwards[op] = _resolve(op, self)
+            f = _resolve(op, self)
+            if op.name in self.refuses:
+                f = _refused(op.name, self.name, *self.refuses[op.name], f)
+            self._forwards[op] = f
         return f
 
     def asarray(self, data, dtype=None):
@@ -102,6 +117,18 @@ def _resolve(op, backend):
     return functools.partial(f, xp=backend.fx) if takes_xp else f
 
 
+def _refused(op_name, backend_name, why, when, forward):
+    def refuse(*args, **params):
+        if when is None or when(params):
+            raise NotImplementedError(
+                f"{op_name}: the {backend_name} backend cannot run it ({why}); compute it on NumPy arrays "
+                f"(x.compute() or tapegrad.backend.to_numpy(x))"
+            )
+        return forward(*args, **params)
+
+    return refuse
+
+
 def _missing(op_name, backend_name, what):
     def raise_(*args, **kwargs):
         raise NotImplementedError(f"{op_name}: the {backend_name} backend has no {what}; compute it in NumPy or CuPy")
@@ -138,8 +165,11 @@ def _find(cls, a):
         return None
     if issubclass(cls, np.ndarray):
         return NUMPY
-    if cls.__module__.split(".")[0] == "cupy":
+    top = cls.__module__.split(".")[0]
+    if top == "cupy":
         return _cupy()
+    if top == "dask" and hasattr(a, "__dask_graph__"):
+        return _dask()
     ns = _namespace(a)
     if ns is None:
         return None
@@ -166,6 +196,14 @@ def _cupy():
     return Backend("cupy", cupy, cupy_spellings(cupy))
 
 
+@functools.cache
+def _dask():
+    import dask.array  # optional: only when a Dask array is met
+
+    fx = dask_spellings(dask.array)
+    return Backend("dask", fx, fx, takes_numpy=True, lazy=True, refuses=DASK_UNSUPPORTED)
+
+
 def register(array_type: type, backend: Backend) -> None:
     """Use ``backend`` for arrays of ``array_type`` (a library that neither is CuPy nor has the array API).
 
@@ -180,7 +218,8 @@ def register(array_type: type, backend: Backend) -> None:
 
 
 def common_backend(what: str, arrays) -> Backend:
-    """The one backend of the arrays among ``arrays`` (NumPy when there are none).
+    """The one backend of the arrays among ``arrays`` (NumPy when there are none). NumPy arrays mix with a
+    backend that ``takes_numpy`` (Dask), which then runs the op.
 
     >>> import numpy as np
     >>> common_backend("add", [np.ones(2), 1.0]).name
@@ -192,6 +231,11 @@ def common_backend(what: str, arrays) -> Backend:
         if b is None or b is found:
             continue
         if found is not None:
+            if b is NUMPY and found.takes_numpy:
+                continue
+            if found is NUMPY and b.takes_numpy:
+                found = b
+                continue
             raise TypeError(
                 f"{what}: inputs come from two array libraries, {found.name} and {b.name}; an op runs in one "
                 f"library, so convert one of them first (e.g. tg.Tensor(xp.asarray(a)) with the other's namespace)"

@@ -5,6 +5,7 @@
   :func:`itemsize`: the bytes per element of a dtype.
 - :func:`is_floating` / :func:`is_complex`: whether its dtype can carry a gradient / is complex.
 - :func:`all_finite`: no NaN and no infinity (non-floating arrays are finite).
+- :func:`is_lazy`: its library builds a graph and computes only when asked (Dask).
 - :func:`memory_root`: the object that owns its memory, followed through views, so that an in-place change of
   any view is seen as a change of every other view of the same memory.
 
@@ -22,7 +23,17 @@ import numpy as np
 
 from .core import NUMPY, backend_of
 
-__all__ = ["is_array", "nbytes", "itemsize", "is_floating", "is_complex", "all_finite", "memory_root", "to_numpy"]
+__all__ = [
+    "is_array",
+    "is_lazy",
+    "nbytes",
+    "itemsize",
+    "is_floating",
+    "is_complex",
+    "all_finite",
+    "memory_root",
+    "to_numpy",
+]
 
 _ndarray = np.ndarray
 
@@ -36,6 +47,18 @@ def is_array(v) -> bool:
     if v.__class__ is _ndarray:
         return True
     return v is not None and not isinstance(v, (int, float, complex, np.generic)) and backend_of(v) is not None
+
+
+def is_lazy(a) -> bool:
+    """Whether ``a`` is an array of a lazy library (Dask): its values exist only once computed.
+
+    >>> is_lazy(np.ones(2)), is_lazy(1.0)
+    (False, False)
+    """
+    if a.__class__ is _ndarray:
+        return False
+    b = backend_of(a) if a is not None else None
+    return b is not None and b.lazy
 
 
 def nbytes(a) -> int:

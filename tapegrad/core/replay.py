@@ -348,7 +348,7 @@ def _accumulate(grads, key, old, g):
     """Add a further contribution ``g`` to the large cotangent ``old`` stored under ``key``."""
     # Add in place into a buffer nothing else holds (the dict, the caller's local and ours, getrefcount's
     # argument), as PyTorch's AccumulateGrad steals buffers; otherwise add out of place.
-    if old.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
+    if old.__class__ is np.ndarray and g.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
         if old.dtype is g.dtype or old.dtype == g.dtype:
             try:
                 old += g

@@ -38,7 +38,7 @@ def _shape(a):
 def _in_library_of(x, index):
     """Index arrays moved into the library of ``x``'s data (a NumPy index on the GPU, say)."""
     b = backend_of(_data(x))
-    if b is None or b is NUMPY:
+    if b is None or b is NUMPY or b.takes_numpy:  # Dask takes NumPy indices as they are (known when building)
         return index
     items = index if isinstance(index, tuple) else (index,)
     items = tuple(b.asarray(i) if isinstance(i, (np.ndarray, list)) else i for i in items)

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from ..backend import backend_of, is_lazy
 from ..tensor import Tensor
 from .hyperparameters import (
     HYPERPARAMETERS,
@@ -170,6 +171,12 @@ class Optimizer:
         """The gradient an update reads: ``p.grad`` as an array of the parameter's dtype and shape, negated
         when the group maximizes. Every update reads its gradient here (complex parameters will too)."""
         g = p.grad.data if isinstance(p.grad, Tensor) else p.grad  # a create_graph gradient updates by value
+        if g.__class__ is not np.ndarray and is_lazy(g):  # np.asarray would compute it, one pass per parameter
+            raise TypeError(
+                f"{type(self).__name__}.step: the gradient of a parameter of shape {p.shape} is a lazy "
+                f"{backend_of(g).name} array; call tg.compute(loss, *params) after backward() to compute the loss "
+                "and every gradient in one pass, then step"
+            )
         g = np.asarray(g, dtype=p.dtype)
         if g.shape != p.shape:
             raise ValueError(
