@@ -83,6 +83,7 @@ FAST_RUNS = [
     ["examples/linear_regression.py", "--epochs", "5"],
     ["examples/newton.py", "--n", "200", "--d", "5", "--gd-steps", "5"],
     ["examples/reading_the_tape.py"],
+    ["examples/bayesian_neural_net.py", "--steps", "20", "--no-plot", "--quiet"],
     ["examples/classify_digits.py", "--epochs", "1", "--no-progress"],
     ["benchmarks/functional.py", "--rounds", "1"],
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "tapegrad"],
