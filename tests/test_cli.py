@@ -90,6 +90,7 @@ FAST_RUNS = [
     ["-m", "benchmarks.memory", "--replot", "docs/memory.json"],
     ["benchmarks/gpu_check.py"],
     ["benchmarks/overhead.py", "--ref", "HEAD", "--rounds", "2", "--only", "chain"],
+    ["-m", "benchmarks.numpy_dispatch", "--ref", "HEAD", "--rounds", "2", "--calls", "50"],
     ["benchmarks/debug_overhead.py", "--baseline", ".", "--rounds", "2"],
 ]
 
