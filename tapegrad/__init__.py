@@ -72,7 +72,6 @@ __all__ = [
     "debug",
     "fft",
     "linalg",
-    "numpy",
     "viz",
     "nn",
     "optim",

@@ -31,9 +31,13 @@ Four kinds of name:
 import numpy as _np
 from numpy import *  # noqa: F403  (NumPy's namespace; tensors dispatch to tapegrad)
 
-from . import _dispatch, fft, linalg, random  # noqa: F401  (_dispatch installs the protocols on Tensor)
-from ._arrays import _has_tensor, array, asanyarray, asarray, ascontiguousarray, full
-from ._dispatch import implementation
+# the star import bound numpy.linalg, numpy.fft and numpy.random to these names; ours replace them (while they
+# are bound, `from . import linalg` would find the attribute and not import the submodule)
+del fft, linalg, random  # noqa: F821
+
+from . import _dispatch, fft, linalg, random  # noqa: E402, F401  (_dispatch installs NumPy's protocols on Tensor)
+from ._arrays import _has_tensor, array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
+from ._dispatch import implementation  # noqa: E402
 
 __all__ = [
     "array",

@@ -27,7 +27,7 @@ import tapegrad.ops as ops
 
 from ..tensor import Tensor
 from ..tensor_methods import set_numpy_protocols
-from ._signatures import cast, unsupported
+from ._signatures import UnsupportedArgument, cast, unsupported
 from ._table import ACCUMULATE, FFT, LINALG, LOGADDEXP_REDUCE, MAIN, REDUCE
 
 UFUNCS: dict = {}  # np.exp -> tapegrad's exp
@@ -161,8 +161,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         f = UFUNCS.get(ufunc)
         if f is not None and not kwargs:
             return f(*inputs)
-        return _call(ufunc, f, inputs, kwargs)
-    return _method(ufunc, method, inputs, kwargs)
+    try:
+        return _call(ufunc, f, inputs, kwargs) if method == "__call__" else _method(ufunc, method, inputs, kwargs)
+    except UnsupportedArgument as err:
+        raise err.on(_describe(inputs)) from None
 
 
 def array_function(self, func, types, args, kwargs):
@@ -170,7 +172,10 @@ def array_function(self, func, types, args, kwargs):
     f = FUNCTIONS.get(func)
     if f is None:
         raise no_rule(_numpy_name(func), args)
-    return f(*args, **kwargs)
+    try:
+        return f(*args, **kwargs)
+    except UnsupportedArgument as err:
+        raise err.on(_describe(args)) from None
 
 
 _build()

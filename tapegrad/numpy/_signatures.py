@@ -23,9 +23,21 @@ from ..tensor import Tensor
 NO = np._NoValue  # NumPy's own marker of a parameter not given
 
 
+class UnsupportedArgument(TypeError):
+    """A NumPy parameter tapegrad cannot honour on tensors; NumPy's dispatch names the arguments' shapes in it."""
+
+    def __init__(self, name, parameter, why, instead, where="tensors"):
+        super().__init__(f"np.{name}(..., {parameter}) on {where}: {why}. {instead}")
+        self.parts = (name, parameter, why, instead)
+
+    def on(self, where: str) -> UnsupportedArgument:
+        """The same error, naming what it was called on (``a tensor of shape (3,)``)."""
+        return UnsupportedArgument(*self.parts, where=where)
+
+
 def unsupported(name: str, parameter: str, why: str, instead: str) -> TypeError:
     """The error for a NumPy parameter tapegrad cannot honour on tensors."""
-    return TypeError(f"np.{name}(..., {parameter}) on tensors: {why}. {instead}")
+    return UnsupportedArgument(name, parameter, why, instead)
 
 
 def check_out(name: str, out) -> None:
