@@ -205,8 +205,9 @@ def main(argv=None):
                         pair = {"ref": chain(here, clock), "here": value_and_grad_chain(here, clock)}
                     elif w == "chain-after-hook":
                         pair = {"ref": chain(ref, clock), "here": chain(here, clock)}
-                    else:
-                        order = ("ref", "here") if r % 2 else ("here", "ref")
+                    else:  # alternate which goes first; the MLPs by their own count (they run every k-th round)
+                        turn = r // args.mlp_every if w.startswith("mlp") else r
+                        order = ("ref", "here") if turn % 2 else ("here", "ref")
                         pair = {k: jobs[w](engines[k], k) for k in order}
                     for k, v in pair.items():
                         times[w][k].append(v)

@@ -24,6 +24,7 @@ import tapegrad.fft as tgfft
 import tapegrad.linalg as tglinalg
 import tapegrad.numpy._arrays as _arrays
 import tapegrad.numpy._calculus as _calculus
+import tapegrad.numpy._nanquantiles as _nanquantiles
 import tapegrad.numpy._polynomials as _polynomials
 import tapegrad.numpy._selections as _selections
 import tapegrad.numpy._signatures as sig
@@ -153,6 +154,8 @@ def _main() -> dict:
         "sort_complex trim_zeros bincount choose piecewise histogram histogram_bin_edges histogram2d histogramdd"
     ).split():
         table[name] = getattr(_selections, name)
+    for name in "nanmedian nanpercentile nanquantile".split():
+        table[name] = getattr(_nanquantiles, name)
     for name in "vander polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split():
         table[name] = getattr(_polynomials, name)
     # NumPy 2's other spellings of the same functions
