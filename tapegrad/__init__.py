@@ -14,7 +14,19 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import data, debug, fft, linalg, nn, numpy, ops, optim, tape, tensor_methods, viz
+from . import (
+    data,
+    debug,
+    fft,
+    linalg,
+    nn,
+    numpy,  # noqa: F401  (tapegrad.numpy; importing it puts NumPy's protocols on Tensor)
+    ops,
+    optim,
+    tape,
+    tensor_methods,
+    viz,
+)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
