@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import pathlib
+import re
 import statistics
 import subprocess
 import sys
@@ -52,9 +53,9 @@ def load_ref(ref: str, where: pathlib.Path):
             continue
         target = where / name / pathlib.Path(f).relative_to("tapegrad")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(
-            subprocess.run(["git", "show", f"{ref}:{f}"], cwd=ROOT, capture_output=True, check=True).stdout
-        )
+        source = subprocess.run(["git", "show", f"{ref}:{f}"], cwd=ROOT, capture_output=True, check=True).stdout
+        # absolute imports of the package (import tapegrad.ops as ops) must load the ref's modules, not this tree's
+        target.write_bytes(re.sub(rb"^(\s*(?:import|from) )tapegrad\b", rb"\1" + name.encode(), source, flags=re.M))
     sys.path.insert(0, str(where))
     return importlib.import_module(name)
 

@@ -1,7 +1,8 @@
 """tapegrad: reverse-mode automatic differentiation for NumPy on a gradient tape (a Wengert list).
 
 Training lives beside the engine: ``tapegrad.nn`` (modules, layers, losses), ``tapegrad.optim`` (optimizers,
-clipping, schedules), and ``tapegrad.save`` / ``tapegrad.load`` (checkpoints without pickle). The layers of
+clipping, schedules), and ``tapegrad.save`` / ``tapegrad.load`` (checkpoints without pickle); ``tapegrad.numpy``
+is NumPy's namespace on tensors (``import tapegrad.numpy as np``), and NumPy's own functions record on them. The layers of
 the package, and what may import what, are described in docs/architecture.md.
 
 >>> import tapegrad as tg
@@ -13,7 +14,19 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import data, debug, fft, linalg, nn, ops, optim, tape, tensor_methods, viz
+from . import (
+    data,
+    debug,
+    fft,
+    linalg,
+    nn,
+    numpy,  # noqa: F401  (tapegrad.numpy; importing it puts NumPy's protocols on Tensor)
+    ops,
+    optim,
+    tape,
+    tensor_methods,
+    viz,
+)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (

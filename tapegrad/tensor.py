@@ -41,7 +41,8 @@ class Tensor:
 
     __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
 
-    # NumPy defers to our reflected operators: np.ones(3) + x returns a Tensor, never an object array.
+    # NumPy's protocols (__array_ufunc__, __array_function__) are rows of tensor_methods' table, implemented by
+    # tapegrad.numpy: np.exp(x) and np.ones(3) + x are recorded. Until then NumPy defers to the reflected operators.
     __array_ufunc__ = None
     __array_priority__ = 1000
 

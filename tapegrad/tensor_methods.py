@@ -5,6 +5,15 @@ Each row maps a method name to the function it runs; a function whose first para
 arguments (``other - self``). The :class:`~tapegrad.tensor.Tensor` class itself imports nothing of the engine;
 this module, above the ops, binds them in one loop when the package is imported.
 
+A tensor reads as an ndarray (``ravel``, ``std``, ``cumsum``, ``swapaxes``, ``x.real``, ``x.mT``...), with the
+few PyTorch spellings users reach for (``view``, ``permute``, ``unsqueeze``, ``flatten(start_dim, end_dim)``,
+``dim()``) and JAX's indexed update ``x.at[i].set(v)``. Unlike NumPy's, ``x.sort()`` returns a sorted tensor
+and leaves ``x`` as it is: a tape never sees a value change under it.
+
+NumPy's dispatch protocols (``__array_ufunc__``, ``__array_function__``: ``np.exp(t)``, ``np.sum(t)``) are two
+rows too; their implementations are built by :mod:`tapegrad.numpy` from its table of NumPy functions and put
+in place with :func:`set_numpy_protocols` (the slot is this module's, the table the layer above's).
+
 >>> import tapegrad as tg
 >>> x = tg.Tensor([1.0, 2.0])
 >>> (2 - x).numpy(), x.sum().item()
@@ -19,19 +28,34 @@ from .core import backward_of, register_hook
 from .ops import (
     absolute,
     add,
+    all,
+    any,
     argmax,
     argmin,
+    argsort,
     astype,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     broadcast_to,
     clip,
+    compress,
+    conj,
     cos,
+    cumprod,
+    cumsum,
+    diagonal,
     divide,
+    dot,
     equal,
     exp,
     expand_dims,
+    floor_divide,
     getitem,
     greater,
     greater_equal,
+    imag,
+    invert,
     less,
     less_equal,
     log,
@@ -43,24 +67,38 @@ from .ops import (
     min,
     multiply,
     negative,
+    nonzero,
     not_equal,
+    positive,
     power,
+    prod,
+    ravel,
+    real,
     relu,
+    remainder,
+    repeat,
     reshape,
+    round,
     sigmoid,
     sin,
     softmax,
+    sort,
     sqrt,
     squeeze,
+    std,
     subtract,
     sum,
+    swapaxes,
+    take,
     tanh,
+    trace,
     transpose,
     var,
 )
+from .ops.indexing import At
 from .tensor import Tensor
 
-__all__ = ["METHODS", "PROPERTIES"]
+__all__ = ["METHODS", "PROPERTIES", "set_numpy_protocols"]
 
 
 def _index_of(index):
@@ -125,6 +163,109 @@ def _register_hook(x, fn):
     return register_hook(x, fn)
 
 
+def _flatten(x, start_dim=0, end_dim=-1):
+    """The axes ``start_dim`` to ``end_dim`` merged into one: all of them by default (``x.flatten()``, NumPy's
+    and PyTorch's), or a range (PyTorch's ``x.flatten(1)``); NumPy's ``order="C"`` is accepted.
+
+    >>> import tapegrad as tg
+    >>> tg.zeros((2, 3, 4)).flatten(1).shape
+    (2, 12)
+    """
+    if isinstance(start_dim, str):  # NumPy's flatten(order)
+        if start_dim not in ("C", "A", "K"):
+            raise ValueError(f"flatten(order={start_dim!r}): tensors flatten in C order only")
+        start_dim = 0
+    shape, n = x.shape, x.ndim
+    if n == 0:
+        return reshape(x, (1,))
+    start, end = start_dim % n, end_dim % n
+    if start > end:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {shape}")
+    merged = 1
+    for d in shape[start : end + 1]:
+        merged *= d
+    return reshape(x, shape[:start] + (merged,) + shape[end + 1 :])
+
+
+def _view(x, *shape):
+    """PyTorch's spelling of ``reshape``: ``x.view(2, 3)`` or ``x.view((2, 3))`` (tapegrad never aliases)."""
+    return _reshape(x, *shape)
+
+
+def _permute(x, *dims):
+    """PyTorch's spelling of ``transpose(axes)``: ``x.permute(1, 0)`` or ``x.permute((1, 0))``."""
+    return transpose(x, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+
+def _unsqueeze(x, dim):
+    """PyTorch's spelling of ``expand_dims``: a new axis of length 1 at ``dim``."""
+    return expand_dims(x, axis=dim)
+
+
+def _dim(x) -> int:
+    """The number of axes, ``x.ndim`` (PyTorch's spelling)."""
+    return x.ndim
+
+
+def _mT(x):
+    """The last two axes swapped (the transpose of each matrix in a stack), differentiable."""
+    if x.ndim < 2:
+        raise ValueError(f"x.mT needs at least 2 dimensions, got shape {x.shape}")
+    return swapaxes(x, -1, -2)
+
+
+def _at(x):
+    """JAX's indexed update: ``x.at[index].set(v)`` / ``.add(v)`` return a recorded copy of ``x`` (gradients to
+    both ``x`` and ``v``; repeated indices accumulate for ``add``); ``x.at[index].get()`` is ``x[index]``.
+
+    >>> import tapegrad as tg
+    >>> tg.Tensor([1.0, 2.0, 3.0]).at[0].add(10.0)
+    Tensor([11.,  2.,  3.])
+    """
+    return At(x)
+
+
+def _sort(x, axis=-1, kind=None):
+    """A sorted copy along ``axis`` (None: flattened); ``x`` is left as it is, unlike NumPy's in-place
+    ``ndarray.sort``. The gradient follows the permutation."""
+    return sort(x, axis=axis, kind=kind)
+
+
+def _compress(x, condition, axis=None):
+    """The slices along ``axis`` (None: the flattened elements) where ``condition`` holds, as ndarray.compress."""
+    return compress(condition, x, axis=axis)
+
+
+def _divmod(x, y):
+    return floor_divide(x, y), remainder(x, y)
+
+
+def _format(x, spec: str) -> str:
+    """``f"{loss:.4f}"``: a 0-d tensor formats as its number; a format spec on a larger tensor raises, as on an
+    ndarray (format its ``.item()`` or its values instead)."""
+    if not spec:
+        return str(x)
+    if x.ndim != 0:
+        raise TypeError(
+            f"format spec {spec!r} on a tensor of shape {x.shape}: only a 0-d tensor formats as a number; "
+            "format t.item() (one element) or np.array2string(t.data, ...) instead"
+        )
+    return format(x.item(), spec)
+
+
+def _no_numpy(self, *args, **kwargs):
+    raise TypeError("NumPy functions on tensors need tapegrad.numpy, which `import tapegrad` loads")
+
+
+def set_numpy_protocols(array_ufunc, array_function) -> None:
+    """Bind ``Tensor.__array_ufunc__`` (NEP 13) and ``Tensor.__array_function__`` (NEP 18): called once by
+    :mod:`tapegrad.numpy`, which builds them from its table of NumPy functions; their rows in ``METHODS`` follow."""
+    METHODS["__array_ufunc__"] = array_ufunc
+    METHODS["__array_function__"] = array_function
+    Tensor.__array_ufunc__ = array_ufunc
+    Tensor.__array_function__ = array_function
+
+
 # fmt: off
 METHODS = {
     # arithmetic, reflected operators swap their operands
@@ -140,9 +281,24 @@ METHODS = {
     "__rpow__": lambda a, b: power(b, a),          # other ** self
     "__matmul__": matmul,
     "__rmatmul__": lambda a, b: matmul(b, a),      # other @ self
+    "__floordiv__": floor_divide,                  # no gradient (its derivative is 0)
+    "__rfloordiv__": lambda a, b: floor_divide(b, a),
+    "__mod__": remainder,
+    "__rmod__": lambda a, b: remainder(b, a),
+    "__divmod__": _divmod,                         # (x // y, x % y)
+    "__rdivmod__": lambda a, b: _divmod(b, a),
     "__neg__": negative,
-    "__pos__": lambda a: a,
+    "__pos__": positive,                           # +x, a copy
     "__abs__": absolute,
+    # bitwise: logical on bool tensors, bits on integer ones (no gradient)
+    "__and__": bitwise_and,
+    "__rand__": lambda a, b: bitwise_and(b, a),
+    "__or__": bitwise_or,
+    "__ror__": lambda a, b: bitwise_or(b, a),
+    "__xor__": bitwise_xor,
+    "__rxor__": lambda a, b: bitwise_xor(b, a),
+    "__invert__": invert,
+    "__format__": _format,
     "__getitem__": lambda a, index: getitem(a, index=_index_of(index)),
     # comparisons: no gradient
     "__lt__": less,
@@ -178,6 +334,36 @@ METHODS = {
     "argmax": argmax,
     "argmin": argmin,
     "astype": _astype,
+    # more of ndarray's methods
+    "ravel": ravel,
+    "flatten": _flatten,                           # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
+    "swapaxes": swapaxes,
+    "std": std,
+    "prod": prod,
+    "cumsum": cumsum,
+    "cumprod": cumprod,
+    "dot": dot,
+    "round": round,
+    "take": take,
+    "repeat": repeat,
+    "trace": trace,
+    "diagonal": diagonal,
+    "all": all,
+    "any": any,
+    "compress": _compress,                         # condition first, as ndarray.compress
+    "argsort": argsort,
+    "nonzero": nonzero,
+    "sort": _sort,                                 # a sorted copy: NumPy's sorts in place
+    "conj": conj,
+    "conjugate": conj,
+    # PyTorch's spellings
+    "view": _view,
+    "permute": _permute,
+    "unsqueeze": _unsqueeze,
+    "dim": _dim,
+    # NumPy's dispatch protocols: set_numpy_protocols puts tapegrad.numpy's implementations here
+    "__array_ufunc__": _no_numpy,
+    "__array_function__": _no_numpy,
     # the engine
     "backward": _backward,
     "register_hook": _register_hook,
@@ -185,6 +371,10 @@ METHODS = {
 
 PROPERTIES = {
     "T": transpose,                                 # the transpose (reverses all axes), differentiable
+    "mT": _mT,                                      # the last two axes swapped
+    "real": real,                                   # differentiable (docs/guide/complex.md)
+    "imag": imag,
+    "at": _at,                                      # JAX's x.at[i].set(v) / .add(v)
 }
 # fmt: on
 

@@ -22,6 +22,7 @@ Contract
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import weakref
 from collections.abc import Callable, Sequence
@@ -65,10 +66,9 @@ def value_and_grad(
             if not isinstance(out, (Tensor, numbers.Number, np.ndarray, np.generic)) or isinstance(out, bool):
                 hint = " (did it forget to return?)" if out is None else ""
                 raise TypeError(f"grad: f must return a scalar tensor or number, got {type(out).__name__}{hint}")
-            if np.size(out) != 1:
-                raise ValueError(
-                    f"grad requires a scalar output; use jacobian or vjp (f returned shape {np.shape(out)})"
-                )
+            shape = tuple(out.shape) if isinstance(out, Tensor) else np.shape(out)
+            if math.prod(shape) != 1:
+                raise ValueError(f"grad requires a scalar output; use jacobian or vjp (f returned shape {shape})")
             _check_complex("grad", holomorphic, xs, [out])
             if connected(out):
                 seed = np.ones_like(out._data) if holomorphic else None  # 1 + 0j: the derivative itself

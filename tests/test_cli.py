@@ -83,12 +83,14 @@ FAST_RUNS = [
     ["examples/linear_regression.py", "--epochs", "5"],
     ["examples/newton.py", "--n", "200", "--d", "5", "--gd-steps", "5"],
     ["examples/reading_the_tape.py"],
+    ["examples/bayesian_neural_net.py", "--steps", "20", "--no-plot", "--quiet"],
     ["examples/classify_digits.py", "--epochs", "1", "--no-progress"],
     ["benchmarks/functional.py", "--rounds", "1"],
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "tapegrad"],
     ["-m", "benchmarks.memory", "--replot", "docs/memory.json"],
     ["benchmarks/gpu_check.py"],
     ["benchmarks/overhead.py", "--ref", "HEAD", "--rounds", "2", "--only", "chain"],
+    ["-m", "benchmarks.numpy_dispatch", "--ref", "HEAD", "--rounds", "2", "--calls", "50"],
     ["benchmarks/debug_overhead.py", "--baseline", ".", "--rounds", "2"],
 ]
 

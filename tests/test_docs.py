@@ -37,6 +37,7 @@ API = {  # every module of the API reference and its page
     "tapegrad.ops": "ops.md",
     "tapegrad.linalg": "linalg.md",
     "tapegrad.fft": "fft.md",
+    "tapegrad.numpy": "numpy.md",
     "tapegrad.data": "data.md",
 }
 

@@ -231,3 +231,47 @@ def test_gaussian_process_runs_as_a_script_with_help_on_every_flag():
     )
     assert done.returncode == 0, done.stderr
     assert "noise variance" in done.stdout
+
+
+def test_bayesian_neural_net_learns_and_is_uncertain_where_there_is_no_data(tmp_path):
+    result = _load("bayesian_neural_net").main(["--steps", "400", "--out", str(tmp_path), "--quiet", "--no-plot"])
+    losses = [loss for _, loss in result["history"]]
+    assert losses[-1] < 0.2 * losses[0]  # -ELBO / N, from about 25 to under 5
+    assert result["rmse"] < 0.25  # the data's noise is 0.1, the wave's amplitude 0.5
+    assert result["gap_sd"] > 2 * float(np.mean(result["sd"]))  # the posterior spreads out in the gap
+    assert (tmp_path / "history.json").exists()
+
+
+def _bnn_objective(module, hidden=4, n=12):
+    net = module.Network(hidden)
+    x, y = module.make_data(n, 0.1, seed=3)
+    objective = module.make_objective(net, x, y, 0.1, 1.0, samples=3, seed=3)
+    return objective, module.initial_params(net, seed=3)
+
+
+def test_bayesian_neural_net_gradients_equal_finite_differences():
+    objective, params = _bnn_objective(_load("bayesian_neural_net"))
+    assert tg.gradcheck(lambda p: objective(p, 5), params)  # 26 parameters: the full Jacobian
+
+
+def test_bayesian_neural_net_under_autograd_numpy_gives_the_same_gradients():
+    pytest.importorskip("autograd")
+    source = (EXAMPLES / "bayesian_neural_net.py").read_text()
+    ours = {"import tapegrad.numpy as np": "import autograd.numpy as np",
+            "import tapegrad.numpy.random as npr": "import autograd.numpy.random as npr",
+            "from tapegrad import grad": "from autograd import grad"}  # fmt: skip
+    for line, theirs in ours.items():
+        assert source.count(line + "\n") == 1, line
+        source = source.replace(line + "\n", theirs + "\n")
+    code = source.split('"""', 2)[2]  # after the docstring: only the imports named tapegrad, now autograd's
+    assert "import tapegrad" not in code and "tapegrad." not in code
+    module = type(sys)("bayesian_neural_net_autograd")
+    exec(compile(source, "bayesian_neural_net_autograd.py", "exec"), module.__dict__)
+    import autograd
+
+    mine, params = _bnn_objective(_load("bayesian_neural_net"))
+    theirs, same_params = _bnn_objective(module)
+    np.testing.assert_array_equal(params, same_params)
+    for step in (0, 7):
+        np.testing.assert_allclose(tg.grad(mine)(params, step), autograd.grad(theirs)(params, step), rtol=1e-10)
+        np.testing.assert_allclose(mine(params, step), theirs(params, step), rtol=1e-12)

@@ -1,8 +1,10 @@
-"""Results with no gradient: comparisons, argmax/argmin and sign. They are never recorded."""
+"""Results with no gradient: comparisons, argmax/argmin, sign and nonzero. They are never recorded."""
 
 import numpy as np
 
+from ..backend import NUMPY, backend_of
 from ..registry import defnondiff
+from ..tensor import Tensor
 from ._axes import normalize_axes
 
 less = defnondiff("less", np.less, doc="x < y, elementwise (no gradient).")
@@ -42,3 +44,20 @@ def argmin(x, axis=None, keepdims=False):
     if axis is not None:
         (axis,) = normalize_axes(x, axis, "argmin")
     return _argmin(x, axis=axis, keepdims=keepdims)
+
+
+def nonzero(a):
+    """The indices of ``a``'s nonzero elements, one integer tensor per axis, as ``np.nonzero`` (no gradient);
+    in ``a``'s array library.
+
+    >>> import tapegrad as tg
+    >>> tg.nonzero(tg.Tensor([[0.0, 2.0], [3.0, 0.0]]))
+    (Tensor([0, 1]), Tensor([1, 0]))
+    """
+    data = a._data if isinstance(a, Tensor) else np.asarray(a)
+    b = backend_of(data)
+    if b is None or b is NUMPY:
+        return tuple(Tensor._wrap(i) for i in np.nonzero(data))
+    if data.ndim == 0:
+        raise ValueError(f"nonzero of a 0-d {b.name} array: index it as a 1-d one (reshape(x, (1,)))")
+    return tuple(Tensor._wrap(i) for i in b.xp.nonzero(data))

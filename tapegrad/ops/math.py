@@ -11,7 +11,8 @@ or saved for them, and ``tg.grad`` of a function of them alone is 0 (no input is
 derivative in ``x1`` is 0, in ``x2`` (the value at ``x1 == 0``) it is 1 where ``x1 == 0``. The same goes for
 ``copysign``'s second input. A zero gradient arrives as ``None`` (no gradient), never as a product with 0.
 
-Predicates (``isnan``, ``isfinite``, ``isinf``, ``signbit``, ``logical_and``...) have no gradient; rules use
+Predicates (``isnan``, ``isfinite``, ``isinf``, ``signbit``, ``logical_and``...) and the bitwise ops
+(``bitwise_and``, ``bitwise_or``, ``bitwise_xor``, ``invert``: Python's ``&``, ``|``, ``^``, ``~``) have no gradient; rules use
 them through ``xp`` for masks.
 """
 
@@ -231,6 +232,18 @@ logical_xor = defnondiff("logical_xor", np.logical_xor,
 logical_not = defnondiff("logical_not", np.logical_not,
                          doc=_ex("tg.logical_not(tg.Tensor([1.0, 0.0]))", "Tensor([False,  True])",
                                  "not x, elementwise (no gradient)."))
+bitwise_and = defnondiff("bitwise_and", np.bitwise_and,
+                         doc=_ex("tg.bitwise_and(tg.Tensor([True, False]), True)", "Tensor([ True, False])",
+                                 "x1 & x2, elementwise, of booleans or integers (no gradient)."))
+bitwise_or = defnondiff("bitwise_or", np.bitwise_or,
+                        doc=_ex("tg.bitwise_or(tg.Tensor([True, False]), False)", "Tensor([ True, False])",
+                                "x1 | x2, elementwise, of booleans or integers (no gradient)."))
+bitwise_xor = defnondiff("bitwise_xor", np.bitwise_xor,
+                         doc=_ex("tg.bitwise_xor(tg.Tensor([True, False]), True)", "Tensor([False,  True])",
+                                 "x1 ^ x2, elementwise, of booleans or integers (no gradient)."))
+invert = defnondiff("invert", forward(np.invert, "bitwise_invert"),
+                    doc=_ex("tg.invert(tg.Tensor([True, False]))", "Tensor([False,  True])",
+                            "~x, elementwise: not of booleans, the bits flipped of integers (no gradient)."))
 # fmt: on
 
 
