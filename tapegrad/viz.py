@@ -5,7 +5,8 @@ its operands and what it saves) feeding the ellipse of the value it produced, an
 entry uses) are double octagons. Edges carry shapes. A box's size and redness grow with the bytes its entry
 keeps for backward, so the memory hot spot stands out.
 
-``render`` needs ``pip install "tapegrad[viz]"`` and the Graphviz ``dot`` program (``apt-get install graphviz``,
+``render`` needs the ``graphviz`` package (``pip install -e ".[viz]"`` in a tapegrad checkout, or
+``pip install "<path to the tapegrad wheel>[viz]"``) and the Graphviz ``dot`` program (``apt-get install graphviz``,
 ``brew install graphviz``); without them it says so, and ``t.to_dot()`` still works.
 """
 
@@ -100,7 +101,8 @@ def render(tape, path, format: str | None = None) -> pathlib.Path:
     except ImportError:
         raise ImportError(
             "tapegrad.viz.render needs the graphviz Python package and the Graphviz `dot` program: "
-            'pip install "tapegrad[viz]" and install Graphviz (apt-get install graphviz, brew install graphviz). '
+            'pip install -e ".[viz]" in a tapegrad checkout (or pip install "<path to the tapegrad wheel>[viz]", or '
+            "pip install graphviz), and install Graphviz (apt-get install graphviz, brew install graphviz). "
             "Without them, t.to_dot() gives the DOT source to save and open in any Graphviz viewer"
         ) from None
     try:

@@ -167,7 +167,9 @@ def test_to_dot_marks_leaves_output_shapes_and_the_memory_hot_spot():
 def test_render_says_what_to_install_without_graphviz(monkeypatch, tmp_path):
     t, *_ = model()
     monkeypatch.setitem(sys.modules, "graphviz", None)
-    with pytest.raises(ImportError, match=r'pip install "tapegrad\[viz\]".*apt-get install graphviz'):
+    with pytest.raises(
+        ImportError, match=r'pip install -e "\.\[viz\]" in a tapegrad checkout.*apt-get install graphviz'
+    ):
         viz.render(t, tmp_path / "tape.svg")
 
 
