@@ -13,7 +13,8 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import data, debug, fft, linalg, nn, ops, optim, tape, tensor_methods, viz
+from . import data, debug, fft, linalg, nn, ops, optim, random, tape, tensor_methods, viz
+from .compile import compile
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -25,6 +26,7 @@ from .errors import (
     TapeError,
     TapeEscapeWarning,
     TapeLeakWarning,
+    TracingError,
 )
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .recompute import checkpoint
@@ -64,6 +66,9 @@ __all__ = [
     "InPlaceModificationError",
     "TapeBudgetError",
     "checkpoint",
+    "compile",
+    "TracingError",
+    "random",
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",

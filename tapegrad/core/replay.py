@@ -17,6 +17,10 @@ and the sources of ``gradient()``, whose cotangents are picked up as their entri
 
 The namespace a recorded replay's rules compute with is a slot that :mod:`tapegrad.ops` fills
 (:func:`set_differentiable_rules`), as the op tables sit above this layer.
+
+While a function is traced (:mod:`tapegrad.compile`), a recorded replay tells the tracer which entry it
+differentiates (``tracer.replaying(node, rec)``), so the program can say which forward line each rule's ops
+come from; a plain replay is refused there, since its rules would run on arrays the tracer never sees.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from .._shapes import Shape, unbroadcast
-from .._state import ACTIVE, CLOCK, modified_since
+from .._state import ACTIVE, CLOCK, TRACER, TRACING, modified_since
 from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, to_numpy
 from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
@@ -67,6 +71,13 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
     dict), without touching ``.grad``. Returns that dict, or None. Cotangents left for values of the earlier
     tapes this one used (``tape._upstream``) are appended to ``leftovers``, for the caller to continue there.
     """
+    if TRACING.n and not create_graph and TRACER.get() is not None:
+        raise TapeError(
+            "a plain backward pass (loss.backward(), or gradient() outside every tape) inside a function being "
+            "traced by tg.compile: its rules would run on arrays the program never sees, so its gradients would "
+            "be frozen at the first call's values. Compute gradients with tg.grad / tg.value_and_grad inside the "
+            "compiled function and return them"
+        )
     entries = tape._entries
     retain = tape.persistent or create_graph  # a recorded replay reads the forward values again later
     grads: dict = {}
@@ -215,6 +226,10 @@ def _optional_steps(idx, rec, node, g, grads, create_graph, observer):
     if create_graph:
         g, ans, vals = _as_tensors(g, ans, vals, rec[SRCS], node)
         op = _recorded_rules(op)
+        if TRACING.n:
+            tracer = TRACER.get()
+            if tracer is not None:
+                tracer.replaying(node, rec)
     if observer is not None:  # tracing, anomaly checks: it wraps the op's rules
         op = observer(idx, rec, node, g, grads)
     return g, op, ans, vals

@@ -1,0 +1,238 @@
+"""Rewrites of the traced graph, each one exact (the same numbers, bit for bit), then the order the program
+runs its nodes in.
+
+- :func:`simplify`: a value that is another one (``x ** 1``, ``x * 1``, a reshape to its own shape, a cast to
+  its own dtype, the transforms' ``functional_input`` view) is replaced by it; ``a + (-b)`` becomes ``a - b``
+  and ``a - (-b)`` becomes ``a + b``; a ``broadcast_to`` read only by elementwise ops that broadcast anyway is
+  dropped.
+- :func:`common_subexpressions`: two nodes computing the same op of the same inputs and parameters become one
+  (draws excepted).
+- :func:`dead_code`: nodes whose values reach no output are removed (draws are kept, so a generator advances
+  exactly as it does when the function runs eagerly).
+- :func:`schedule`: the traced order, except that a node that frees memory runs as soon as it can (a
+  parameter update right after its gradient), so that fewer large values are alive at once. Draws keep their
+  order among themselves.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ..registry import REGISTRY
+from .graph import Const, Value, substitute, walk
+
+__all__ = ["simplify", "common_subexpressions", "dead_code", "schedule", "uses_of"]
+
+
+def uses_of(nodes, outputs) -> dict:
+    """id(value) -> how many nodes read it (each node once), plus one per output it is."""
+    uses: dict = {}
+    for n in nodes:
+        for v in n.inputs():
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    for o in outputs:
+        if isinstance(o, Value):
+            uses[id(o)] = uses.get(id(o), 0) + 1
+    return uses
+
+
+def _replace(graph, mapping) -> None:
+    """Substitute values everywhere (arguments, parameters, outputs) by ``mapping`` (id -> value), transitively."""
+    if not mapping:
+        return
+
+    def final(v):
+        while id(v) in mapping:
+            v = mapping[id(v)]
+        return v
+
+    for n in graph.nodes:
+        n.args = substitute(n.args, final)
+        n.params = substitute(n.params, final)
+    graph.outputs = [final(o) if isinstance(o, Value) else o for o in graph.outputs]
+
+
+def _same(v, w) -> bool:
+    return isinstance(w, Value) and v.shape == w.shape and v.dtype == w.dtype and v.kind is w.kind
+
+
+def _is_number(a, number) -> bool:
+    return a.__class__ in (int, float) and a == number and not isinstance(a, bool)
+
+
+def simplify(graph) -> None:
+    """The exact rewrites of the module docstring, in place."""
+    alias: dict = {}
+    uses = uses_of(graph.nodes, graph.outputs)
+    producers = {id(n.out): n for n in graph.nodes}
+    subtract, add = REGISTRY["subtract"], REGISTRY["add"]
+    for n in graph.nodes:
+        n.args = substitute(n.args, lambda v: alias.get(id(v), v))
+        n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+        out, args, name = n.out, n.args, n.name
+        if not out.numpy or n.random:
+            continue
+        same = None
+        if name == "power" and len(args) == 2 and _is_number(args[1], 1):
+            same = args[0]
+        elif name == "multiply" and len(args) == 2:
+            same = args[0] if _is_number(args[1], 1) else (args[1] if _is_number(args[0], 1) else None)
+        elif name in ("reshape", "broadcast_to", "functional_input", "astype", "squeeze", "expand_dims"):
+            same = args[0]
+        elif name == "transpose" and len(out.shape) <= 1:
+            same = args[0]
+        if same is not None and _same(out, same):
+            alias[id(out)] = same
+            continue
+        if name in ("add", "subtract") and len(args) == 2:
+            for k in (1, 0) if name == "add" else (1,):
+                neg = producers.get(id(args[k])) if isinstance(args[k], Value) else None
+                if neg is not None and neg.name == "negative" and uses.get(id(args[k])) == 1 and not neg.params:
+                    other = args[1 - k]
+                    inner = neg.args[0]
+                    # a + (-b) == a - b and a - (-b) == a + b exactly, in every rounding
+                    if name == "add":
+                        n.op, n.name, n.fn, n.args = subtract, "subtract", np.subtract, (other, inner)
+                    else:
+                        n.op, n.name, n.fn, n.args = add, "add", np.add, (other, inner)
+                    break
+    _replace(graph, alias)
+    _drop_broadcasts(graph)
+
+
+def _drop_broadcasts(graph) -> None:
+    """``broadcast_to(a, S)`` read only by NumPy ufuncs whose output keeps its shape with ``a`` itself."""
+    readers: dict = {}
+    for n in graph.nodes:
+        for v in n.inputs():
+            readers.setdefault(id(v), []).append(n)
+    outputs = {id(o) for o in graph.outputs if isinstance(o, Value)}
+    for n in graph.nodes:
+        if n.name != "broadcast_to" or not n.out.numpy or id(n.out) in outputs:
+            continue
+        source = n.args[0]
+        users = readers.get(id(n.out), [])
+        if not users or not all(_broadcasts_anyway(u, n.out, source) for u in users):
+            continue
+        for u in users:
+            u.args = tuple(source if a is n.out else a for a in u.args)
+
+
+def _broadcasts_anyway(user, bcast, source) -> bool:
+    if not (isinstance(user.fn, np.ufunc) and user.fn.signature is None and not user.params):
+        return False
+    if any(p is bcast for p in walk(user.params)):
+        return False
+    shapes = [
+        np.shape(source) if a is bcast else (a.shape if isinstance(a, Value) else np.shape(_raw(a))) for a in user.args
+    ]
+    try:
+        return np.broadcast_shapes(*shapes) == user.out.shape
+    except ValueError:
+        return False
+
+
+def _raw(a):
+    return a.value if isinstance(a, Const) else a
+
+
+def _key(obj):
+    """A hashable key for arguments and parameters: values and constants by identity, the rest by value."""
+    if isinstance(obj, (Value, Const)):
+        return ("@", id(obj))
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_key(x) for x in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _key(v)) for k, v in obj.items()))
+    if isinstance(obj, slice):
+        return ("slice", _key(obj.start), _key(obj.stop), _key(obj.step))
+    hash(obj)
+    return (type(obj).__name__, obj)
+
+
+def common_subexpressions(graph) -> None:
+    """Merge nodes that compute the same op of the same arguments and parameters (draws never)."""
+    seen: dict = {}
+    alias: dict = {}
+    kept = []
+    for n in graph.nodes:
+        n.args = substitute(n.args, lambda v: alias.get(id(v), v))
+        n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+        if n.random:
+            kept.append(n)
+            continue
+        try:
+            key = (id(n.fn), n.name, _key(n.args), _key(n.params))
+        except TypeError:  # an unhashable parameter: leave the node alone
+            kept.append(n)
+            continue
+        first = seen.get(key)
+        if first is not None and _same(first.out, n.out):
+            alias[id(n.out)] = first.out
+            continue
+        seen[key] = n
+        kept.append(n)
+    graph.nodes = kept
+    _replace(graph, alias)
+
+
+def dead_code(graph) -> None:
+    """Remove the nodes whose values no output needs (draws stay)."""
+    live = {id(o) for o in graph.outputs if isinstance(o, Value)}
+    kept = []
+    for n in reversed(graph.nodes):
+        if id(n.out) in live or n.random:
+            kept.append(n)
+            live.update(id(v) for v in n.inputs())
+    kept.reverse()
+    graph.nodes = kept
+
+
+def schedule(graph, frees) -> None:
+    """Reorder ``graph.nodes``: the traced order, but a ready node for which ``frees(node, remaining)`` is true
+    (it frees more memory than it takes, given how many reads each value has left) runs first, and so does
+    an elementwise step whose only reader it then makes ready and which frees memory (a chain such as
+    ``lr * g`` then ``p - that``). Dependencies and the order of draws are kept."""
+    nodes = graph.nodes
+    if len(nodes) < 3:
+        return
+    producer = {id(n.out): n for n in nodes}
+    deps, readers = {}, {}
+    last_random = None
+    for n in nodes:
+        d = {id(producer[id(v)]) for v in n.inputs() if id(v) in producer}
+        if n.random:
+            if last_random is not None:
+                d.add(id(last_random))
+            last_random = n
+        deps[id(n)] = d
+        for k in d:
+            readers.setdefault(k, []).append(n)
+    remaining = uses_of(nodes, graph.outputs)
+    waiting = {id(n): len(deps[id(n)]) for n in nodes}
+    ready = [(n.order, id(n), n) for n in nodes if not waiting[id(n)]]
+    heapq.heapify(ready)
+    done, order = set(), []
+    while ready:
+        pick = None
+        for _, _, n in ready:  # the ready set stays small: a scan is cheaper than keeping a second heap
+            if frees(n, remaining):
+                pick = n
+                break
+        if pick is None:
+            pick = heapq.heappop(ready)[2]
+        else:
+            ready = [r for r in ready if r[2] is not pick]
+            heapq.heapify(ready)
+        order.append(pick)
+        done.add(id(pick))
+        for v in pick.inputs():
+            remaining[id(v)] = remaining.get(id(v), 1) - 1
+        for r in readers.get(id(pick), ()):
+            waiting[id(r)] -= 1
+            if not waiting[id(r)]:
+                heapq.heappush(ready, (r.order, id(r), r))
+    assert len(order) == len(nodes), "the graph has a cycle"
+    graph.nodes = order
