@@ -33,17 +33,20 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from .._state import ACTIVE, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
 from ..backend import memory_root, to_numpy
+from ..core import keep_pending
 from ..errors import TracingError
+from ..tape import record
 from ..tensor import Tensor
 from .codegen import Program, generate
 from .graph import Const, Value
-from .passes import common_subexpressions, dead_code, schedule, simplify
+from .passes import common_subexpressions, dead_code, fuse_updates, schedule, simplify
 from .plan import frees, plan
 from .trace import trace
 from .tree import flatten, unflatten
@@ -153,8 +156,11 @@ class Compiled:
         return tuple(flags)
 
     def _trace(self, key, spec, arrays, donated):
+        t0 = time.perf_counter()
         graph, out_spec, first = trace(self.fn, arrays, spec)
+        t1 = time.perf_counter()
         program = build(graph, donated, name=getattr(self.fn, "__name__", "program"))
+        program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
             for n in graph.nodes
@@ -170,11 +176,20 @@ class Compiled:
                 self._cache.popitem(last=False)
         self._last = entry
         results = []
+        overwritten = {
+            id(o): v
+            for v in graph.inputs
+            for o in [program.plan.donated.get(id(v))]
+            if o is not None and o.node is not None and program.plan.inplace.get(id(o.node)) is v
+        }
         for o, r in zip(graph.outputs, first):
             if isinstance(o, Const) and isinstance(r, np.ndarray):
                 r = r.copy()  # as the program returns it: the constant itself stays the program's
-            elif isinstance(o, Value) and isinstance(r, np.ndarray) and r.ndim == 0:
-                r = np.asarray(r)
+            elif id(o) in overwritten:  # as the program will: the new value in the donated array
+                target = arrays[overwritten[id(o)].input_index]
+                np.copyto(target, r)
+                mark_modified(target)
+                r = target
             results.append(r)
         return unflatten(out_spec, results)
 
@@ -183,7 +198,13 @@ class Compiled:
         entry.checked = True
         states = [g.bit_generator.state for g in entry.generators]
         call_args, call_kwargs = unflatten(spec, [Tensor._wrap(a) for a in arrays])
-        expected, _ = flatten(self.fn(*call_args, **call_kwargs))
+        with keep_pending():  # as the trace ran it: under a tape, so the transforms' replays are recorded
+            tape = record()
+            try:
+                with tape:
+                    expected, _ = flatten(self.fn(*call_args, **call_kwargs))
+            finally:
+                tape.release()
         for g, s in zip(entry.generators, states):
             g.bit_generator.state = s
         got = entry.program(arrays)
@@ -239,16 +260,18 @@ class Compiled:
 
 def build(graph, donated=(), name="program", arena=True) -> Program:
     """Optimise, schedule, plan and generate the program of ``graph``."""
+    traced = len(graph.nodes)
     simplify(graph)
     common_subexpressions(graph)
     dead_code(graph)
     kernels: dict = {}
     schedule(graph, frees(kernels))
     matched = _match_donations(graph, donated)
+    fuse_updates(graph, matched)
     p = plan(graph, arena=arena, donated=matched)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
     source, namespace = generate(graph, p, copies)
-    return Program(graph, p, source, namespace, {"name": name})
+    return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})
 
 
 def _match_donations(graph, donated) -> dict:

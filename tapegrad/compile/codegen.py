@@ -16,7 +16,7 @@ import numpy as np
 
 from .._state import mark_modified
 from .graph import Const, Value
-from .kernels import masked
+from .kernels import gemm_update, masked
 from .trace import where
 
 __all__ = ["Program", "generate"]
@@ -51,6 +51,8 @@ def _callable_hint(fn, op_name) -> str:
         return "add_reduce"
     if fn is masked:
         return "masked"
+    if fn is gemm_update:
+        return "gemm_update"
     if isinstance(fn, np.ufunc):
         return fn.__name__
     return "f_" + op_name
@@ -112,6 +114,8 @@ def _call(k, node, src, names, out_name):
 
 def _comment(node) -> str:
     op = node.name if node.grad_of is None else f"{node.name} (grad of {node.grad_of.name})"
+    if node.meta:
+        op += f" ({node.meta})"
     line = node.line if node.grad_of is None else node.grad_of.line
     return f"{op} -> {node.out.describe()}", where(line)
 
@@ -161,28 +165,43 @@ def generate(graph, plan, outputs_copy):
             comments.append(("a donated argument now holds its new value: tapes that saved it refuse to replay", ""))
     head = ["def program(inputs, buffers):"]
     if graph.inputs:
-        head.append(
-            "    "
-            + ", ".join(f"x{v.input_index}" for v in graph.inputs)
-            + (", = inputs" if len(graph.inputs) == 1 else " = inputs")
-        )
+        head += _unpack([f"x{v.input_index}" for v in graph.inputs], "inputs")
     if plan.buffers:
-        head.append(
-            "    "
-            + ", ".join(b.name for b in plan.buffers)
-            + (", = buffers" if len(plan.buffers) == 1 else " = buffers")
-        )
-    width = max([len(c) for c in lines] + [0])
+        head += _unpack([b.name for b in plan.buffers], "buffers")
+    width = min(max([len(c) for c, note in zip(lines, comments) if note is not None] + [0]), 60)
     body = []
     for code, note in zip(lines, comments):
         if note is None:
-            body.append("    " + code)
+            body += _wrap(code.split(" ", 1)[0], code.split(" ", 1)[1].split(", "), "")
         else:
             what, line = note
             body.append(f"    {code.ljust(width)}  # {what}" + (f"  | {line}" if line else ""))
     tail = "    return (" + "".join(f"{r}, " for r in results) + ")"
     source = "\n".join(head + body + [tail]) + "\n"
     return source, names.globals
+
+
+def _unpack(names, what):
+    if len(names) == 1:
+        return [f"    {names[0]}, = {what}"]
+    if len(", ".join(names)) <= 100:
+        return [f"    {', '.join(names)} = {what}"]
+    return _wrap("(", names, f") = {what}")
+
+
+def _wrap(first, names, last, width=100):
+    """``first name, name, ... last`` over lines of at most ``width`` characters."""
+    lines, cur = [], "    " + first + (" " if first != "(" else "")
+    for k, n in enumerate(names):
+        piece = n + (", " if k < len(names) - 1 else "")
+        if len(cur) + len(piece) > width and cur.strip() not in ("(", first):
+            lines.append(cur.rstrip())
+            cur = "     " if first == "(" else "        "
+        cur += piece
+    lines.append(cur.rstrip() + last)
+    if first != "(" and len(lines) > 1:  # a statement over several lines: continue them with backslashes
+        lines = [ln + " \\" for ln in lines[:-1]] + lines[-1:]
+    return lines
 
 
 class Program:

@@ -9,6 +9,10 @@ runs its nodes in.
   (draws excepted).
 - :func:`dead_code`: nodes whose values reach no output are removed (draws are kept, so a generator advances
   exactly as it does when the function runs eagerly).
+- :func:`fuse_updates` (after scheduling; not bit for bit): ``W - lr * (A @ B)`` written over a donated ``W``,
+  whose product is read nowhere else, becomes one BLAS call, ``W += -lr * A @ B`` (GEMM with beta = 1): an
+  SGD update fused into the product that computes its gradient. It rounds once where the three ops round
+  twice more (at most an ulp or so per element).
 - :func:`schedule`: the traced order, except that a node that frees memory runs as soon as it can (a
   parameter update right after its gradient), so that fewer large values are alive at once. Draws keep their
   order among themselves.
@@ -21,9 +25,10 @@ import heapq
 import numpy as np
 
 from ..registry import REGISTRY
-from .graph import Const, Value, substitute, walk
+from .graph import Const, Node, Value, substitute, walk
+from .kernels import gemm_update, has_blas, kernel_of
 
-__all__ = ["simplify", "common_subexpressions", "dead_code", "schedule", "uses_of"]
+__all__ = ["simplify", "common_subexpressions", "dead_code", "schedule", "fuse_updates", "uses_of"]
 
 
 def uses_of(nodes, outputs) -> dict:
@@ -72,7 +77,7 @@ def simplify(graph) -> None:
         n.args = substitute(n.args, lambda v: alias.get(id(v), v))
         n.params = substitute(n.params, lambda v: alias.get(id(v), v))
         out, args, name = n.out, n.args, n.name
-        if not out.numpy or n.random:
+        if n.random:
             continue
         same = None
         if name == "power" and len(args) == 2 and _is_number(args[1], 1):
@@ -86,7 +91,7 @@ def simplify(graph) -> None:
         if same is not None and _same(out, same):
             alias[id(out)] = same
             continue
-        if name in ("add", "subtract") and len(args) == 2:
+        if name in ("add", "subtract") and len(args) == 2 and out.numpy and n.fn in (np.add, np.subtract):
             for k in (1, 0) if name == "add" else (1,):
                 neg = producers.get(id(args[k])) if isinstance(args[k], Value) else None
                 if neg is not None and neg.name == "negative" and uses.get(id(args[k])) == 1 and not neg.params:
@@ -236,3 +241,63 @@ def schedule(graph, frees) -> None:
                 heapq.heappush(ready, (r.order, id(r), r))
     assert len(order) == len(nodes), "the graph has a cycle"
     graph.nodes = order
+
+
+def fuse_updates(graph, matched) -> None:
+    """The GEMM-update fusion of the module docstring, for each donated input ``W`` whose new value (``matched``:
+    id(input) -> output value) is ``W - lr * (A @ B)``, when every other read of ``W``'s memory comes before
+    the product."""
+    if not matched:
+        return
+    nodes = graph.nodes
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    uses = uses_of(nodes, graph.outputs)
+    readers: dict = {}
+    for n in nodes:
+        for v in n.inputs():
+            readers.setdefault(id(v), []).append(n)
+    drop: set = set()
+    for w in graph.inputs:
+        out = matched.get(id(w))
+        update = out.node if out is not None else None
+        if update is None or update.name != "subtract" or len(update.args) != 2 or update.args[0] is not w:
+            continue
+        scaled = update.args[1]
+        scale = scaled.node if isinstance(scaled, Value) else None
+        if scale is None or scale.name != "multiply" or uses.get(id(scaled)) != 1 or len(scale.args) != 2:
+            continue
+        lr, grad = scale.args if isinstance(scale.args[1], Value) else scale.args[::-1]
+        if not (lr.__class__ is float and isinstance(grad, Value) and grad.node is not None):
+            continue
+        product = grad.node
+        if product.name != "matmul" or uses.get(id(grad)) != 1 or len(product.args) != 2:
+            continue
+        a, b = product.args
+        if not all(
+            isinstance(x, Value) and x.numpy and len(x.shape) == 2 and x.dtype == w.dtype for x in (a, b, grad, w)
+        ) or not has_blas(w.dtype):
+            continue
+        # every read of w's memory (w, and the views of it) other than the update must come before the product
+        last_other = -1
+        stack, seen = [w], set()
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            for r in readers.get(id(v), ()):
+                if r is update:
+                    continue
+                last_other = max(last_other, pos[id(r)])
+                if not kernel_of(r).fresh:
+                    stack.append(r.out)
+        if last_other >= pos[id(product)]:
+            continue
+        fused = Node(None, "gemm_update", gemm_update, (w, a, b, -lr), {}, out, update.line, update.grad_of)
+        fused.order = product.order
+        fused.meta = "matmul, multiply and subtract in one GEMM"
+        out.node = fused
+        nodes[pos[id(product)]] = fused
+        drop.update((id(scale), id(update)))
+    if drop:
+        graph.nodes = [n for n in nodes if id(n) not in drop]

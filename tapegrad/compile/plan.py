@@ -129,15 +129,22 @@ def plan(graph, arena: bool = True, donated=None) -> Plan:
     for i, n in enumerate(nodes):
         k = p.kernels[id(n)] = kernel_of(n)
         out = n.out
+        target = None
+        if k.writes is not None:  # a fused update writes over its donated argument
+            target = k.args[k.writes]
+            c = cls_of[id(target)]
+            if c.foreign or c.end != i or p.donated.get(id(target)) is not out:
+                raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
+        elif k.fresh and k.elementwise:
+            target = _inplace_target(p, k, out, cls_of, i)
+        if target is not None:
+            c = cls_of[id(target)]
+            c.members.append(out)
+            cls_of[id(out)] = c
+            c.end = max(c.end, i, last.get(id(out), -1))
+            p.inplace[id(n)] = target
+            continue
         if k.fresh:
-            target = _inplace_target(p, k, out, cls_of, i) if k.elementwise else None
-            if target is not None:
-                c = cls_of[id(target)]
-                c.members.append(out)
-                cls_of[id(out)] = c
-                c.end = max(c.end, i, last.get(id(out), -1))
-                p.inplace[id(n)] = target
-                continue
             c = new_class(out, foreign=False, at=i)
             if arena and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes:
                 b = Buffer(out, i)
@@ -178,10 +185,22 @@ def plan(graph, arena: bool = True, donated=None) -> Plan:
         if id(c) in seen or c.end >= NEVER:
             continue
         seen.add(id(c))
-        names = [m for m in c.members if m.node is not None and id(m.node) not in p.buffer]
-        if names:
+        names = [m for m in c.members if m.node is not None]
+        if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
     return p
+
+
+_VIEWS = frozenset(("transpose", "view"))  # methods that always return a view, never a copy
+
+
+def _holds_memory(p, m) -> bool:
+    """Whether value ``m`` may hold memory of its own that the program allocated outside the arena."""
+    node = m.node
+    k = p.kernels[id(node)]
+    if k.fresh:
+        return id(node) not in p.buffer and id(node) not in p.inplace
+    return k.method not in _VIEWS
 
 
 def _inplace_target(p, k, out, cls_of, i):

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._state import TRACER, TRACING
 from ..backend import NUMPY, common_backend, memory_root, nbytes
+from ..core import keep_pending
 from ..core.replay import replay as _replay
 from ..errors import TracingError, user_frame
 from ..random import RANDOM_OPS
@@ -199,6 +200,7 @@ def trace(fn, arrays, spec):
     with _lock:
         TRACING.n += 1
     token = TRACER.set(tracer)
+    pending = keep_pending().__enter__()
     tape = record()
     try:
         with tape:
@@ -213,6 +215,7 @@ def trace(fn, arrays, spec):
         with _lock:
             TRACING.n -= 1
         tape.release()
+        pending.__exit__()
     graph = Graph(tracer.inputs, tracer.nodes, outputs)
     return graph, out_spec, first
 

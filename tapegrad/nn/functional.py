@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 import tapegrad.ops as ops
+import tapegrad.random as _random
 
 from ..ops import (  # noqa: F401  (re-exported)
     adaptive_avg_pool1d,
@@ -219,8 +220,13 @@ def dropout(x: Tensor, p: float, rng: np.random.Generator, training: bool = True
         return x
     if p == 1:
         return x * np.zeros(x.shape, dtype=x.dtype)
-    mask = (rng.random(x.shape) >= p).astype(x.dtype) / x.dtype.type(1 - p)
-    return x * mask
+    return x * _keep_mask(rng, x.shape, p, x.dtype)
+
+
+def _keep_mask(rng, shape, p, dtype):
+    """``(rng.random(shape) >= p) / (1 - p)`` in ``dtype``, drawn with an op (``tg.random``) so that a compiled
+    program draws a new mask on every call."""
+    return ops.astype(ops.greater_equal(_random.random(rng, shape), p), dtype=dtype) / dtype.type(1 - p)
 
 
 _PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}

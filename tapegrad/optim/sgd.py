@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._math import copy as _copy
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -69,6 +70,6 @@ class SGD(Optimizer):
         if momentum == 0:
             return p - lr * g, {}
         buf = state.get("momentum_buffer")
-        buf = g.copy() if buf is None else momentum * buf + (1 - group["dampening"]) * g
+        buf = _copy(g) if buf is None else momentum * buf + (1 - group["dampening"]) * g
         g = g + momentum * buf if group["nesterov"] else buf
         return p - lr * g, {"momentum_buffer": buf}
