@@ -54,10 +54,17 @@ from .tree import flatten, unflatten
 __all__ = ["compile", "Compiled", "CacheInfo"]
 
 CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
+BUFFERS = {"arena": None, "fresh": 0, "auto": 64 * 1024}  # the largest value a planned buffer holds (None: any)
 
 
-def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True):  # noqa: A001  (tg.compile)
+def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto"):  # noqa: A001
     """Compile ``fn`` into a program per signature (see the module docstring); usable as a decorator.
+
+    ``buffers`` says where the values a program computes live. ``"arena"``: in planned buffers the program
+    keeps between calls (nothing is allocated per call; the arena's size is the plan's peak). ``"fresh"``:
+    each call allocates them and frees each one after its last read, keeping nothing between calls.
+    ``"auto"`` (the default): values under 64 KiB in the arena, where allocating would cost as much as the op,
+    larger ones fresh, so that a program returning large results (gradients) holds no arena beside them.
 
     >>> import numpy as np, tapegrad as tg
     >>> step = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).mean()))
@@ -70,14 +77,16 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     CacheInfo(hits=1, misses=1, maxsize=64, currsize=1)
     """
     if fn is None:
-        return functools.partial(compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check)
+        return functools.partial(compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers)
+    if buffers not in BUFFERS:
+        raise ValueError(f"tg.compile: buffers must be one of {sorted(BUFFERS)}, got {buffers!r}")
     if not callable(fn):
         raise TypeError(f"tg.compile takes a function, got {type(fn).__name__}")
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
     if maxsize < 1:
         raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
-    return Compiled(fn, tuple(donate_argnums), maxsize, check)
+    return Compiled(fn, tuple(donate_argnums), maxsize, check, BUFFERS[buffers])
 
 
 class _Entry:
@@ -94,8 +103,9 @@ class Compiled:
     """A compiled function: call it as ``fn``. ``cache_info()``, ``programs``, ``source`` and ``explain()``
     show what it compiled."""
 
-    def __init__(self, fn, donate_argnums, maxsize, check):
+    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None):
         self.fn = fn
+        self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
         self.maxsize = maxsize
         self.check = check
@@ -159,7 +169,7 @@ class Compiled:
         t0 = time.perf_counter()
         graph, out_spec, first = trace(self.fn, arrays, spec)
         t1 = time.perf_counter()
-        program = build(graph, donated, name=getattr(self.fn, "__name__", "program"))
+        program = build(graph, donated, name=getattr(self.fn, "__name__", "program"), arena_limit=self.arena_limit)
         program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
@@ -236,6 +246,13 @@ class Compiled:
         return [e.program for e in self._cache.values()]
 
     @property
+    def program(self) -> Program:
+        """The program the last call used (call the function once first)."""
+        if self._last is None:
+            raise TracingError("no program yet: a compiled function is traced by its first call; call it once")
+        return self._last.program
+
+    @property
     def source(self) -> str:
         """The generated source of the program the last call used (call the function once first)."""
         if self._last is None:
@@ -258,7 +275,7 @@ class Compiled:
         return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
 
 
-def build(graph, donated=(), name="program", arena=True) -> Program:
+def build(graph, donated=(), name="program", arena_limit=None) -> Program:
     """Optimise, schedule, plan and generate the program of ``graph``."""
     traced = len(graph.nodes)
     simplify(graph)
@@ -268,7 +285,7 @@ def build(graph, donated=(), name="program", arena=True) -> Program:
     schedule(graph, frees(kernels))
     matched = _match_donations(graph, donated)
     fuse_updates(graph, matched)
-    p = plan(graph, arena=arena, donated=matched)
+    p = plan(graph, arena_limit=arena_limit, donated=matched)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
     source, namespace = generate(graph, p, copies)
     return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})

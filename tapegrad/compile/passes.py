@@ -30,6 +30,8 @@ from .kernels import gemm_update, has_blas, kernel_of
 
 __all__ = ["simplify", "common_subexpressions", "dead_code", "schedule", "fuse_updates", "uses_of"]
 
+_FUSE_BYTES = 256 * 1024  # the smallest parameter whose update is fused into its gradient's product (measured)
+
 
 def uses_of(nodes, outputs) -> dict:
     """id(value) -> how many nodes read it (each node once), plus one per output it is."""
@@ -276,6 +278,8 @@ def fuse_updates(graph, matched) -> None:
         if not all(
             isinstance(x, Value) and x.numpy and len(x.shape) == 2 and x.dtype == w.dtype for x in (a, b, grad, w)
         ) or not has_blas(w.dtype):
+            continue
+        if w.nbytes < _FUSE_BYTES:  # a small product: the passes saved cost less than calling another BLAS
             continue
         # every read of w's memory (w, and the views of it) other than the update must come before the product
         last_other = -1

@@ -6,7 +6,7 @@ From the scheduled nodes and each value's last read:
   that input (and every view of it) is read for the last time by this node and the program allocated it
   (never an argument or a constant, unless the argument was donated).
 - **Planned buffers.** Every other value a NumPy node computes into a new array (ufuncs, ``matmul``, sums),
-  that does not leave the program, gets a region of one arena: a byte array the program keeps between calls,
+  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte array the program keeps between calls,
   into which such values are written with ``out=``. Regions are assigned by liveness (greedy by size), so two
   values share memory when their lifetimes do not overlap; the arena's size is the plan's peak.
 - **Freed.** A value the program allocates any other way (an op without ``out=``, another library) is
@@ -107,9 +107,10 @@ def kernels_fresh(kernels, node) -> bool:
     return k.fresh
 
 
-def plan(graph, arena: bool = True, donated=None) -> Plan:
-    """Plan ``graph`` (already scheduled): see the module docstring. ``donated`` maps id(input value) to the
-    output value that may be written over it (the new value of a donated argument)."""
+def plan(graph, arena_limit=None, donated=None) -> Plan:
+    """Plan ``graph`` (already scheduled): see the module docstring. ``arena_limit``: the largest value (in
+    bytes) given a planned buffer (None: any; 0: none). ``donated`` maps id(input value) to the output value
+    that may be written over it (the new value of a donated argument)."""
     p = Plan()
     p.donated = donated or {}
     nodes = graph.nodes
@@ -146,7 +147,8 @@ def plan(graph, arena: bool = True, donated=None) -> Plan:
             continue
         if k.fresh:
             c = new_class(out, foreign=False, at=i)
-            if arena and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes:
+            small = arena_limit is None or out.nbytes <= arena_limit
+            if small and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes:
                 b = Buffer(out, i)
                 b.cls = c
                 c.buffers.append(b)
