@@ -18,5 +18,6 @@ the contract).
 
 from .api import CacheInfo, Compiled, compile
 from .codegen import Program
+from .trace import is_traced
 
-__all__ = ["compile", "Compiled", "CacheInfo", "Program"]
+__all__ = ["compile", "Compiled", "CacheInfo", "Program", "is_traced"]

@@ -4,7 +4,8 @@ Contract
 --------
 - **Signature.** The arguments are pytrees (lists, tuples, dicts) of arrays (NumPy's, another backend's,
   tensors, NumPy scalars) and static leaves (Python numbers, strings, None, any other object). The signature
-  is the structure, each array's type, shape and dtype, and each static leaf's value. The first call with a
+  is the structure, each array's type, shape, dtype (and, for NumPy, strides: a transposed argument is another
+  signature, so that every sum adds in the order it did when traced), and each static leaf's value. The first call with a
   signature runs the function once, traced (its results are that call's results); every later call with the
   same signature runs the program. A new signature traces again. ``maxsize`` programs are kept (least
   recently used first out); ``cache_info()`` counts hits, misses and traces.
@@ -46,7 +47,15 @@ from ..tape import record
 from ..tensor import Tensor
 from .codegen import Program, generate
 from .graph import Const, Value
-from .passes import common_subexpressions, dead_code, fuse_updates, schedule, simplify
+from .passes import (
+    accumulate_scatters,
+    common_subexpressions,
+    dead_code,
+    donation_edges,
+    fuse_updates,
+    schedule,
+    simplify,
+)
 from .plan import frees, plan
 from .trace import trace
 from .tree import flatten, unflatten
@@ -126,7 +135,8 @@ class Compiled:
             x._data if isinstance(x, Tensor) else (np.asarray(x) if isinstance(x, np.generic) else x) for x in leaves
         ]
         donated = self._donatable(args, arrays) if self.donate_argnums else ()
-        key = (spec, tuple([(a.__class__, a.shape, a.dtype) for a in arrays]), donated)
+        # NumPy arrays' strides too: the program's buffers follow the traced layouts, which set the order of sums
+        key = (spec, tuple([(a.__class__, a.shape, a.dtype, getattr(a, "strides", None)) for a in arrays]), donated)
         entry = self._cache.get(key)
         if entry is None:
             return self._trace(key, spec, arrays, donated)
@@ -282,9 +292,10 @@ def build(graph, donated=(), name="program", arena_limit=None) -> Program:
     common_subexpressions(graph)
     dead_code(graph)
     kernels: dict = {}
-    schedule(graph, frees(kernels))
     matched = _match_donations(graph, donated)
+    schedule(graph, frees(kernels), donation_edges(graph, matched))
     fuse_updates(graph, matched)
+    accumulate_scatters(graph)
     p = plan(graph, arena_limit=arena_limit, donated=matched)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
     source, namespace = generate(graph, p, copies)

@@ -17,9 +17,9 @@ __all__ = ["Value", "Const", "Node", "Graph", "walk", "substitute"]
 class Value:
     """One slot of the program: an input or the output of a node, with its shape, dtype and array type."""
 
-    __slots__ = ("index", "shape", "dtype", "kind", "node", "input_index", "nbytes")
+    __slots__ = ("index", "shape", "dtype", "kind", "node", "input_index", "nbytes", "strides")
 
-    def __init__(self, index, shape, dtype, kind, node=None, input_index=None, nbytes=0):
+    def __init__(self, index, shape, dtype, kind, node=None, input_index=None, nbytes=0, strides=None):
         self.index = index
         self.shape = tuple(shape)
         self.dtype = dtype
@@ -27,6 +27,19 @@ class Value:
         self.node = node
         self.input_index = input_index
         self.nbytes = nbytes
+        self.strides = strides  # NumPy's layout when traced: a planned buffer must have the same (a reduction's
+        # order of summation, so its rounding, follows the layout)
+
+    @property
+    def c_contiguous(self) -> bool:
+        """Whether the traced value was laid out as a new C-ordered array is (what planned buffers are)."""
+        if self.strides is None:
+            return False
+        expected, step = [], self.dtype.itemsize
+        for n in reversed(self.shape):
+            expected.append(step)
+            step *= n
+        return all(n == 1 or s == e for n, s, e in zip(self.shape, self.strides, reversed(expected)))
 
     @property
     def numpy(self) -> bool:

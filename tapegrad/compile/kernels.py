@@ -16,7 +16,7 @@ import numpy as np
 
 from ..backend.numpy_rules import masked as _numpy_masked
 
-__all__ = ["Kernel", "kernel_of", "masked", "gemm_update", "has_blas"]
+__all__ = ["Kernel", "kernel_of", "masked", "gemm_update", "has_blas", "scatter_add"]
 
 _KEYWORD_OUT = frozenset((np.maximum, np.minimum, np.fmax, np.fmin))  # positional out is deprecated for these
 _SMALL = 4096  # as numpy_rules.masked: below this a select is as cheap as a product
@@ -87,6 +87,13 @@ def gemm_update(c, a, b, alpha):
     return c
 
 
+def scatter_add(x, g, index):
+    """``x[index] += g`` in place (a basic index: no element twice): ``x + scatter(g, index, x.shape)`` without
+    the zeros around ``g``."""
+    x[index] += g
+    return x
+
+
 class Kernel:
     """One node's call: ``fn_name(*args)`` with ``out`` given as ``out_style`` ("pos", "kw" or None).
     ``writes``: the position of an argument the call overwrites with its result (a fused update)."""
@@ -115,6 +122,8 @@ def kernel_of(node) -> Kernel:
     name = node.name
     if name == "gemm_update":
         return Kernel(gemm_update, args, fresh=True, writes=0)
+    if name == "scatter_add":
+        return Kernel(scatter_add, args, {"index": params["index"]}, fresh=True, writes=0)
     if isinstance(fn, np.ufunc) and not params:
         out_style = "kw" if fn in _KEYWORD_OUT else "pos"
         return Kernel(fn, args, fresh=True, out_style=out_style, elementwise=fn.signature is None)

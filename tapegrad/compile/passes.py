@@ -13,6 +13,10 @@ runs its nodes in.
   whose product is read nowhere else, becomes one BLAS call, ``W += -lr * A @ B`` (GEMM with beta = 1): an
   SGD update fused into the product that computes its gradient. It rounds once where the three ops round
   twice more (at most an ulp or so per element).
+- :func:`accumulate_scatters` (after scheduling): ``x + scatter(g, index, x.shape)``, the gradient of a slice
+  added into the gradient of the whole (a recurrent network's steps), becomes ``x[index] += g`` when nothing
+  else reads ``x`` or the scattered zeros, for a basic index (no element twice): the same sums without a
+  full-size array of zeros per slice (exact, but for the sign of a zero outside the slice).
 - :func:`schedule`: the traced order, except that a node that frees memory runs as soon as it can (a
   parameter update right after its gradient), so that fewer large values are alive at once. Draws keep their
   order among themselves.
@@ -24,11 +28,21 @@ import heapq
 
 import numpy as np
 
+from ..backend._index import is_basic_index
 from ..registry import REGISTRY
 from .graph import Const, Node, Value, substitute, walk
 from .kernels import gemm_update, has_blas, kernel_of
 
-__all__ = ["simplify", "common_subexpressions", "dead_code", "schedule", "fuse_updates", "uses_of"]
+__all__ = [
+    "simplify",
+    "common_subexpressions",
+    "dead_code",
+    "schedule",
+    "donation_edges",
+    "fuse_updates",
+    "accumulate_scatters",
+    "uses_of",
+]
 
 _FUSE_BYTES = 256 * 1024  # the smallest parameter whose update is fused into its gradient's product (measured)
 
@@ -197,19 +211,63 @@ def dead_code(graph) -> None:
     graph.nodes = kept
 
 
-def schedule(graph, frees) -> None:
+def donation_edges(graph, matched) -> dict:
+    """For each donated input ``W`` whose new value ``matched`` maps it to: the node computing that value must
+    run after every other read of ``W``'s memory (``W`` and the views of it), so that it can write over ``W``;
+    id(update node) -> ids of the nodes it must follow (none that depend on the update itself)."""
+    readers: dict = {}
+    for n in graph.nodes:
+        for v in n.inputs():
+            readers.setdefault(id(v), []).append(n)
+    edges: dict = {}
+    for w in graph.inputs:
+        out = matched.get(id(w))
+        update = out.node if out is not None else None
+        if update is None:
+            continue
+        after, below = set(), _descendants(update, readers)
+        stack, seen = [w], set()
+        while stack:
+            v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            for r in readers.get(id(v), ()):
+                if r is update or id(r) in below:
+                    continue
+                after.add(id(r))
+                if not kernel_of(r).fresh and any(a is v for a in r.args):  # a view of v (not of an index)
+                    stack.append(r.out)
+        if after:
+            edges[id(update)] = after
+    return edges
+
+
+def _descendants(node, readers) -> set:
+    out, stack = set(), [node]
+    while stack:
+        for r in readers.get(id(stack.pop().out), ()):
+            if id(r) not in out:
+                out.add(id(r))
+                stack.append(r)
+    return out
+
+
+def schedule(graph, frees, after=None) -> None:
     """Reorder ``graph.nodes``: the traced order, but a ready node for which ``frees(node, remaining)`` is true
     (it frees more memory than it takes, given how many reads each value has left) runs first, and so does
     an elementwise step whose only reader it then makes ready and which frees memory (a chain such as
-    ``lr * g`` then ``p - that``). Dependencies and the order of draws are kept."""
+    ``lr * g`` then ``p - that``). Dependencies, ``after`` (id(node) -> ids of nodes it must follow) and the
+    order of draws are kept."""
     nodes = graph.nodes
     if len(nodes) < 3:
         return
     producer = {id(n.out): n for n in nodes}
     deps, readers = {}, {}
     last_random = None
+    after = after or {}
     for n in nodes:
-        d = {id(producer[id(v)]) for v in n.inputs() if id(v) in producer}
+        d = {id(producer[id(v)]) for v in n.inputs() if id(v) in producer} | after.get(id(n), set())
         if n.random:
             if last_random is not None:
                 d.add(id(last_random))
@@ -293,7 +351,7 @@ def fuse_updates(graph, matched) -> None:
                 if r is update:
                     continue
                 last_other = max(last_other, pos[id(r)])
-                if not kernel_of(r).fresh:
+                if not kernel_of(r).fresh and any(x is v for x in r.args):
                     stack.append(r.out)
         if last_other >= pos[id(product)]:
             continue
@@ -305,3 +363,32 @@ def fuse_updates(graph, matched) -> None:
         drop.update((id(scale), id(update)))
     if drop:
         graph.nodes = [n for n in nodes if id(n) not in drop]
+
+
+def accumulate_scatters(graph) -> None:
+    """The scatter-accumulation rewrite of the module docstring (after scheduling)."""
+    uses = uses_of(graph.nodes, graph.outputs)
+    drop: set = set()
+    for n in graph.nodes:
+        if n.name != "add" or len(n.args) != 2 or n.fn is not np.add or not n.out.numpy:
+            continue
+        for k in (0, 1):
+            s, x = n.args[k], n.args[1 - k]
+            scatter = s.node if isinstance(s, Value) else None
+            if scatter is None or scatter.name != "scatter" or uses.get(id(s)) != 1 or id(scatter) in drop:
+                continue
+            index, g = scatter.params.get("index"), scatter.args[0] if scatter.args else None
+            if not (isinstance(x, Value) and x.node is not None and isinstance(g, Value) and g.numpy):
+                continue
+            if any(True for _ in walk(index)) or not is_basic_index(index):
+                continue  # an index array (traced, or with repeats): np.add.at would add in another order
+            whole = kernel_of(x.node).fresh and uses.get(id(x)) == 1  # read only here: no view of it survives
+            same = x.shape == n.out.shape == s.shape and x.dtype == n.out.dtype == g.dtype == s.dtype
+            if whole and same and x.strides == n.out.strides:
+                n.name, n.fn, n.op = "scatter_add", None, None
+                n.args, n.params = (x, g), {"index": index}
+                n.meta = "add of a scatter, into the slice"
+                drop.add(id(scatter))
+                break
+    if drop:
+        graph.nodes = [m for m in graph.nodes if id(m) not in drop]

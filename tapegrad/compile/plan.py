@@ -134,7 +134,8 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if k.writes is not None:  # a fused update writes over its donated argument
             target = k.args[k.writes]
             c = cls_of[id(target)]
-            if c.foreign or c.end != i or p.donated.get(id(target)) is not out:
+            mine = target.input_index is None or p.donated.get(id(target)) is out
+            if c.foreign or c.end != i or not mine:
                 raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
         elif k.fresh and k.elementwise:
             target = _inplace_target(p, k, out, cls_of, i)
@@ -148,15 +149,20 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if k.fresh:
             c = new_class(out, foreign=False, at=i)
             small = arena_limit is None or out.nbytes <= arena_limit
-            if small and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes:
+            # a planned buffer is C-ordered: only where the op made a C-ordered array too (layouts set the order
+            # reductions sum in, so their rounding)
+            if small and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes and out.c_contiguous:
                 b = Buffer(out, i)
                 b.cls = c
                 c.buffers.append(b)
                 p.buffer[id(n)] = b
             continue
-        # may share memory with any of its inputs: one class with all of theirs
+        # may share memory with any of its array arguments (never with a parameter: an index array), so one class
+        # with all of theirs
         classes = []
-        for a in n.inputs():
+        for a in n.args:
+            if not isinstance(a, Value):
+                continue
             c = cls_of[id(a)]
             if c not in classes:
                 classes.append(c)
@@ -211,8 +217,8 @@ def _inplace_target(p, k, out, cls_of, i):
     if not (out.numpy and len(out.shape) >= 1):
         return None
     for a in k.args:
-        if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype):
-            continue
+        if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype and a.strides == out.strides):
+            continue  # the same layout too: the op would have made its output so
         c = cls_of[id(a)]
         if c.foreign or c.end != i:
             continue

@@ -22,7 +22,7 @@ import threading
 
 import numpy as np
 
-from .._state import TRACER, TRACING
+from .._state import TRACER, TRACING, tracer
 from ..backend import NUMPY, common_backend, memory_root, nbytes
 from ..core import keep_pending
 from ..core.replay import replay as _replay
@@ -33,7 +33,7 @@ from ..tensor import Tensor
 from .graph import Const, Graph, Node, Value, walk
 from .tree import flatten, unflatten
 
-__all__ = ["Tracer", "trace", "where"]
+__all__ = ["Tracer", "trace", "where", "is_traced"]
 
 _LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
 _PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # as core.record's
@@ -67,7 +67,8 @@ class Tracer:
 
     # -- the graph ----------------------------------------------------------------------------------
     def _new_value(self, array, node=None, input_index=None) -> Value:
-        v = Value(len(self.values), array.shape, array.dtype, type(array), node, input_index, nbytes=nbytes(array))
+        strides = array.strides if isinstance(array, np.ndarray) else None
+        v = Value(len(self.values), array.shape, array.dtype, type(array), node, input_index, nbytes(array), strides)
         self.values[id(array)] = v
         self.keep.append(array)
         root = memory_root(array)
@@ -167,6 +168,23 @@ class Tracer:
         array = leaf._data if isinstance(leaf, Tensor) else leaf
         v = self.values.get(id(array))
         return v if v is not None else self.const(array)
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` (a tensor or an array) is a value of a function that ``tg.compile`` is tracing in this
+    context: code that must not read its values (a layer's running statistics, a loss's targets) computes
+    with ops instead.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> is_traced(np.ones(2))
+    False
+    >>> tg.compile(lambda x: x * is_traced(x))(np.ones(2))
+    array([1., 1.])
+    """
+    t = tracer()
+    if t is None:
+        return False
+    return id(x._data if isinstance(x, Tensor) else x) in t.values
 
 
 def _is_bool(dtype) -> bool:

@@ -428,11 +428,18 @@ def _write_grad(leaf, g, xp=None):
 
 def _real_for(xp, g, key):
     """On a recorded replay: a complex gradient of a real value is its real part, recorded as an op (the adjoint
-    of the embedding of the reals in the complex numbers)."""
+    of the embedding of the reals in the complex numbers); and a leaf's gradient has the leaf's dtype, as a
+    plain replay gives it (a float32 leaf of a float64 loss gets a float32 gradient), cast as an op."""
     data = g._data if isinstance(g, Tensor) else g
-    if key.__class__ is Node or not is_complex(data) or is_complex(key._data):
+    if key.__class__ is Node:
         return g
-    return xp.real(g)
+    if is_complex(data) and not is_complex(key._data):
+        g = xp.real(g)
+        data = g._data if isinstance(g, Tensor) else g
+    dtype = key._data.dtype
+    if data.dtype != dtype and not is_complex(data):
+        g = xp.astype(g, dtype)
+    return g
 
 
 def _as_tensors(g, ans, vals, srcs, node):

@@ -159,7 +159,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def _indices(x, what) -> np.ndarray:
-    idx = np.asarray(x.data if isinstance(x, Tensor) else x)
+    idx = np.asarray(x._data if isinstance(x, Tensor) else x)  # read to check it (inside tg.compile: when traced)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"{what}: indices must be integers, got dtype {idx.dtype}")
     return idx
@@ -180,6 +180,12 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm=No
     n = weight.shape[0]
     if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError(f"embedding: indices must be in [0, {n}), got values in [{idx.min()}, {idx.max()}]")
+    if isinstance(input, Tensor):  # its values only through ops: inside tg.compile they change from call to call
+        rows = weight[input]
+        if padding_idx is not None:
+            padded = ops.expand_dims(ops.equal(input, padding_idx % n), -1)
+            rows = ops.where(padded, rows.detach(), rows)
+        return rows
     rows = weight[idx]
     if padding_idx is not None:
         padded = (idx == padding_idx % n)[..., None]

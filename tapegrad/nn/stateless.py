@@ -15,10 +15,16 @@ from .module import Module
 __all__ = ["functional_call", "parameter_arrays"]
 
 
-def functional_call(module: Module, params: dict, args=(), kwargs=None, *, strict: bool = False):
+def functional_call(
+    module: Module, params: dict, args=(), kwargs=None, *, strict: bool = False, return_buffers: bool = False
+):
     """Call ``module(*args, **kwargs)`` with ``params`` (dotted name -> tensor or array, as
     ``named_parameters()`` and ``named_buffers()`` name them) in place of its own; ``args`` is a tuple or
     one argument. ``strict=True`` requires a value for every parameter and buffer.
+
+    ``return_buffers=True`` returns ``(output, buffers)``: the new values of the buffers passed in (a batch
+    norm's running statistics in training mode), as tensors, so that a compiled training step can return
+    them; the module's own buffers are left as they were.
 
     >>> import numpy as np, tapegrad as tg
     >>> layer = tg.nn.Linear(2, 1, rng=0)
@@ -45,14 +51,19 @@ def functional_call(module: Module, params: dict, args=(), kwargs=None, *, stric
         if missing:
             raise KeyError(f"functional_call(strict=True): no value for {missing}")
     args = args if isinstance(args, tuple) else (args,)
-    saved = []
+    saved, installed = [], {}
     try:
         for name, value in params.items():
             owner, attr, index = slots[name]
             value = value if isinstance(value, Tensor) else Tensor(value)
             saved.append((owner, attr, index, _get(owner, attr, index)))
             _set(owner, attr, index, value)
-        return module(*args, **(kwargs or {}))
+            installed[name] = value
+        out = module(*args, **(kwargs or {}))
+        if not return_buffers:
+            return out
+        buffers = {name for name, _ in module.named_buffers()}
+        return out, {name: Tensor._wrap(installed[name]._data) for name in params if name in buffers}
     finally:
         for owner, attr, index, old in reversed(saved):
             _set(owner, attr, index, old)

@@ -193,7 +193,7 @@ class Optimizer:
         if wd == 0:
             return p, g
         if group.get("decoupled_weight_decay", False):
-            return p * (1 - group["lr"] * wd), g
+            return p * _like(1 - group["lr"] * wd, p), g
         return p, g + wd * p
 
     def step(self, closure: Callable | None = None):
@@ -296,7 +296,7 @@ class Optimizer:
             if tuple(p.shape) != mp.shape:
                 raise ValueError(f"{name}.functional_update: a parameter of shape {mp.shape} got one of {p.shape}")
             g = -g if group.get("maximize", False) else g
-            full = {**group, **{k: _like(v, p) for k, v in hyper.items()}}
+            full = {**group, **hyper}
             value, new = self._update(p, g, dict(s), full)
             new_ps.append(value)
             new_states.append(new)

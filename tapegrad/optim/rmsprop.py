@@ -81,8 +81,8 @@ class RMSprop(Optimizer):
             avg = _sqrt(s) + eps
         if momentum > 0:
             buf = new["momentum_buffer"] = momentum * state.get("momentum_buffer", np.zeros_like(p)) + g / avg
-            return p - lr * buf, new
-        return p - lr * (g / avg), new
+            return p - _like(lr, p) * buf, new
+        return p - _like(lr, p) * (g / avg), new
 
 
 class Adagrad(Optimizer):
@@ -159,4 +159,4 @@ class Adadelta(Optimizer):
         s = rho * state["square_avg"] + (1 - rho) * g * g
         delta = _sqrt(state["acc_delta"] + eps) / _sqrt(s + eps) * g
         u = rho * state["acc_delta"] + (1 - rho) * delta * delta
-        return p - lr * delta, {"step": state["step"] + 1, "square_avg": s, "acc_delta": u}
+        return p - _like(lr, p) * delta, {"step": state["step"] + 1, "square_avg": s, "acc_delta": u}
