@@ -13,8 +13,7 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from . import data, debug, fft, linalg, nn, ops, optim, random, tape, tensor_methods, viz
-from .compile import compile
+from . import compile, data, debug, fft, linalg, nn, ops, optim, random, tape, tensor_methods, viz
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (

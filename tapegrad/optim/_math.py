@@ -16,9 +16,14 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from ..registry import defnondiff
 from ..tensor import Tensor
 
-__all__ = ["sqrt", "maximum", "absolute", "copy", "like", "is_traced"]
+# ``base ** exponent`` for a Python number ``base`` and a step count held in a 0-d array: Python's own power, as
+# the eager step computes it with an int (NumPy's power of an integral exponent rounds differently at times).
+_scalar_power = defnondiff("scalar_power", lambda exponent, *, base: np.asarray(base ** exponent.item()))
+
+__all__ = ["sqrt", "maximum", "absolute", "copy", "like", "power", "is_traced"]
 
 
 def is_traced(*xs) -> bool:
@@ -44,6 +49,13 @@ def absolute(x):
 def copy(x):
     """A private copy of an array; a tensor as it is (nothing changes a value of a functional update)."""
     return x if isinstance(x, Tensor) else x.copy()
+
+
+def power(base, exponent):
+    """``base ** exponent`` with a step count (or a number computed from one) as the exponent."""
+    if isinstance(exponent, Tensor):
+        return _scalar_power(exponent, base=base)
+    return base**exponent
 
 
 def like(x, p):
