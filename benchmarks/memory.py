@@ -335,13 +335,15 @@ def table(res) -> str:
     row("  ... peak / floor", lambda r: f"{r['peak'] / r['floor']:.3f}")
     row("  ... (peak - floor) / activations", lambda r: f"{(r['peak'] - r['floor']) / r['activations']:.2f}")
     row("  ... tracemalloc peak / floor", lambda r: f"{r['tm_peak'] / r['floor']:.3f}" if "tm_peak" in r else "-")
-    row(
-        "  ... of it kept by the program between calls (MB)", lambda r: f"{r['kept'] / 1e6:.2f}" if "kept" in r else "-"
-    )
-    row(
-        "  ... value_and_grad alone (no update): peak / floor",
-        lambda r: f"{r['grads_peak'] / r['floor']:.3f}" if "grads_peak" in r else "-",
-    )
+    if any("kept" in r for r in eng.values()):  # a compiled engine ran: what its program keeps, and its grads
+        row(
+            "  ... of it kept by the program between calls (MB)",
+            lambda r: f"{r['kept'] / 1e6:.2f}" if "kept" in r else "-",
+        )
+        row(
+            "  ... value_and_grad alone (no update): peak / floor",
+            lambda r: f"{r['grads_peak'] / r['floor']:.3f}" if "grads_peak" in r else "-",
+        )
     deep = "x".join(str(s) for s in (cfg["deep"][0], len(cfg["deep"]) - 2, cfg["deep"][1])) + f" x{cfg['deep_n']}"
     row(f"deep MLP {deep}: peak (MB)", lambda r: f"{r['deep_peak'] / 1e6:.1f}" if "deep_peak" in r else "-")
     row(

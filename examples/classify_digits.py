@@ -293,8 +293,9 @@ def main(argv=None) -> dict:
     )
     if not args.quiet:
         acc, n = result["test_accuracy"], result["n_test"]
-        how = "compiled (tg.compile)" if args.compile else "eager"
-        print(f"test accuracy {acc:.4f} ({round(acc * n)}/{n}); {result['step_ms']:.2f} ms per training step, {how}")
+        print(f"test accuracy {acc:.4f} ({round(acc * n)}/{n})")
+        how = "compiled by tg.compile" if args.compile else "eager"
+        print(f"{result['step_ms']:.2f} ms per training step ({how})")
     return result
 
 

@@ -33,6 +33,7 @@ Contract
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import time
 from collections import OrderedDict, namedtuple
@@ -58,7 +59,7 @@ from .passes import (
 )
 from .plan import frees, plan
 from .trace import trace
-from .tree import flatten, unflatten
+from .tree import DYNAMIC, flatten, unflatten
 
 __all__ = ["compile", "Compiled", "CacheInfo"]
 
@@ -179,7 +180,8 @@ class Compiled:
         t0 = time.perf_counter()
         graph, out_spec, first = trace(self.fn, arrays, spec)
         t1 = time.perf_counter()
-        program = build(graph, donated, name=getattr(self.fn, "__name__", "program"), arena_limit=self.arena_limit)
+        names = _leaf_names(self.fn, spec)
+        program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names)
         program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
@@ -285,7 +287,7 @@ class Compiled:
         return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
 
 
-def build(graph, donated=(), name="program", arena_limit=None) -> Program:
+def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:
     """Optimise, schedule, plan and generate the program of ``graph``."""
     traced = len(graph.nodes)
     simplify(graph)
@@ -298,8 +300,41 @@ def build(graph, donated=(), name="program", arena_limit=None) -> Program:
     accumulate_scatters(graph)
     p = plan(graph, arena_limit=arena_limit, donated=matched)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
-    source, namespace = generate(graph, p, copies)
+    source, namespace = generate(graph, p, copies, input_names)
     return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})
+
+
+def _leaf_names(fn, spec) -> list:
+    """What each array argument is, as source: ``params['W']``, ``X``, ``state[0]['step']`` (the function's
+    parameter names where it has a signature)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out: list = []
+    args_spec, kwargs_spec = spec[2]
+
+    def walk(node, path):
+        if node is DYNAMIC:
+            out.append(path)
+        elif isinstance(node, tuple) and len(node) == 3 and isinstance(node[0], type):
+            kind, keys, children = node
+            for k, child in enumerate(children):
+                walk(child, f"{path}[{keys[k]!r}]" if keys is not None else f"{path}[{k}]")
+
+    for i, child in enumerate(args_spec[2]):
+        walk(child, names[i] if i < len(names) and not _is_varargs(fn, i) else f"args[{i}]")
+    for key, child in zip(kwargs_spec[1], kwargs_spec[2]):
+        walk(child, key)
+    return out
+
+
+def _is_varargs(fn, i) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params[: i + 1])
 
 
 def _match_donations(graph, donated) -> dict:

@@ -47,7 +47,7 @@ class _Names:
 
 
 def _callable_hint(fn, op_name) -> str:
-    if fn is np.add.reduce:
+    if getattr(fn, "__self__", None) is np.add and getattr(fn, "__name__", "") == "reduce":
         return "add_reduce"
     if fn is masked:
         return "masked"
@@ -55,7 +55,7 @@ def _callable_hint(fn, op_name) -> str:
         return "gemm_update"
     if isinstance(fn, np.ufunc):
         return fn.__name__
-    return "f_" + op_name
+    return op_name
 
 
 class Source:
@@ -120,9 +120,10 @@ def _comment(node) -> str:
     return f"{op} -> {node.out.describe()}", where(line)
 
 
-def generate(graph, plan, outputs_copy):
+def generate(graph, plan, outputs_copy, input_names=()):
     """The program's source and its globals. ``outputs_copy``: output positions that are constants, returned
-    as copies (a caller may change what it gets; the program's constant must stay as it is)."""
+    as copies (a caller may change what it gets; the program's constant must stay as it is); ``input_names``:
+    what each input is in the function's arguments (``params['W']``), for the source's first comments."""
     names = _Names()
     value_names: dict = {}
     for v in graph.inputs:
@@ -164,6 +165,8 @@ def generate(graph, plan, outputs_copy):
             lines.append(f"mark_modified(x{v.input_index})")
             comments.append(("a donated argument now holds its new value: tapes that saved it refuse to replay", ""))
     head = ["def program(inputs, buffers):"]
+    for v, name in zip(graph.inputs, input_names):
+        head.append(f"    # x{v.input_index}: {name}  {v.describe()}")
     if graph.inputs:
         head += _unpack([f"x{v.input_index}" for v in graph.inputs], "inputs")
     if plan.buffers:
