@@ -105,7 +105,7 @@ class TracingError(TypeError):
     >>> try:
     ...     f(np.ones(2))
     ... except tg.TracingError as err:
-    ...     print(str(err).split(":")[0])
+    ...     print(str(err).split(" (")[0])
     bool(t) of a traced value
     """
 
