@@ -223,10 +223,20 @@ def measure(args, engines, tmp: Path, bar=None) -> dict:
         stage(f"{E.name}: one step")
         one = MemrayMeter(tmp / f"{E.name}-step.bin").run(wl.one_step, E)
         r.update(peak=one["peak"], floor=one["floor"], activations=one["activations"], at_peak=one["at_peak"])
+        if isinstance(E, wl.CompiledAdapter):
+            # The program's arena was made when it was traced (before tracking): what it keeps between calls
+            # counts towards the step's peak, and is reported apart too.
+            r["kept"] = E.step(0.01).program.kept_bytes
+            r["peak_measured"], r["peak"] = one["peak"], one["peak"] + r["kept"]
+            g = MemrayMeter(tmp / f"{E.name}-grads.bin").run(wl.one_step, E, grads_only=True)
+            r["grads_kept"] = E.step(0.01, with_update=False).program.kept_bytes
+            r["grads_peak"] = g["peak"] + r["grads_kept"]
         stage(f"{E.name}: deep MLP")
         deep = dict(sizes=cfg["deep"], n=cfg["deep_n"])
         d = MemrayMeter(tmp / f"{E.name}-deep.bin").run(wl.one_step, E, **deep)
         r["deep_peak"], r["deep_floor"] = d["peak"], d["floor"]
+        if isinstance(E, wl.CompiledAdapter):
+            r["deep_peak"] += E.step(0.01).program.kept_bytes
         res["timelines"][E.name] = _timeline(d)
         if E.checkpoint is not None:
             ck = MemrayMeter(tmp / f"{E.name}-deep-ckpt.bin").run(
@@ -262,6 +272,11 @@ def _warm_up(E, cfg) -> None:
     wl.history_kept(E, _NoMeter(), steps=3)
     wl.long_run(E, _NoMeter(), steps=300, every=10**9)
     wl.one_step(E, _NoMeter())
+    if isinstance(E, wl.CompiledAdapter):  # each shape traced and checked before anything is tracked
+        for grads_only in (False, True, False, True):
+            wl.one_step(E, _NoMeter(), grads_only=grads_only)
+        for _ in range(2):
+            wl.one_step(E, _NoMeter(), sizes=cfg["deep"], n=cfg["deep_n"])
     if E.checkpoint is not None:
         wl.one_step(E, _NoMeter(), sizes=cfg["deep"][:4], n=8, checkpoint_every=1)
     gc.collect()
@@ -320,6 +335,15 @@ def table(res) -> str:
     row("  ... peak / floor", lambda r: f"{r['peak'] / r['floor']:.3f}")
     row("  ... (peak - floor) / activations", lambda r: f"{(r['peak'] - r['floor']) / r['activations']:.2f}")
     row("  ... tracemalloc peak / floor", lambda r: f"{r['tm_peak'] / r['floor']:.3f}" if "tm_peak" in r else "-")
+    if any("kept" in r for r in eng.values()):  # a compiled engine ran: what its program keeps, and its grads
+        row(
+            "  ... of it kept by the program between calls (MB)",
+            lambda r: f"{r['kept'] / 1e6:.2f}" if "kept" in r else "-",
+        )
+        row(
+            "  ... value_and_grad alone (no update): peak / floor",
+            lambda r: f"{r['grads_peak'] / r['floor']:.3f}" if "grads_peak" in r else "-",
+        )
     deep = "x".join(str(s) for s in (cfg["deep"][0], len(cfg["deep"]) - 2, cfg["deep"][1])) + f" x{cfg['deep_n']}"
     row(f"deep MLP {deep}: peak (MB)", lambda r: f"{r['deep_peak'] / 1e6:.1f}" if "deep_peak" in r else "-")
     row(
@@ -350,7 +374,7 @@ def plot(res, path: Path) -> None:
 
     eng, timelines = res["engines"], res.get("timelines", {})
     names = list(eng)
-    colors = dict(zip(["tapegrad", "node-graph", "pytorch-cpu"], ["C0", "C1", "C2"]))
+    colors = dict(zip(["tapegrad", "node-graph", "pytorch-cpu", "compiled"], ["C0", "C1", "C2", "C3"]))
     fig = plt.figure(figsize=(15, 2.2 + 2.0 * len(names)), dpi=100, layout="constrained")
     grid = fig.add_gridspec(len(names), 3, width_ratios=[1.1, 1, 1.2])
 

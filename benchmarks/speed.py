@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import cli  # noqa: E402
 from benchmarks.hygiene import CLOCKS, environment, pin_allocator, pin_to_one_core  # noqa: E402
+from benchmarks.speed_compiled import compile_costs  # noqa: E402
 from benchmarks.speed_engines import FULL, WORKLOADS, Sizes, available_engines, check, op_count, workload  # noqa: E402
 
 # A sample is the mean of a few passes; a figure is the median of the samples, one per round.
@@ -59,6 +60,10 @@ TARGETS = [
     ("chain", "tapegrad", "nodegraph", 0.6),
     ("mlp-float64", "tapegrad", "numpy", 1.03),
     ("mlp-float32", "tapegrad", "numpy", 1.03),
+    ("chain", "compiled", "numpy", 1.5),
+    ("mlp-float64", "compiled", "numpy-tight", 0.97),
+    ("mlp-float32", "compiled", "numpy-tight", 0.97),
+    ("mlp-float32", "compiled", "torch", 1.0),
 ]
 
 
@@ -90,11 +95,11 @@ def measure(engines, names, sizes: Sizes, rounds: int, passes: dict, clock=time.
     Every (workload, engine) pair runs once per round, in an order that rotates by one each round, so a burst
     of load from elsewhere falls on all of them alike and per-round ratios compare neighbours.
     """
-    runs = {(name, e.name): workload(e, name, sizes) for name in names for e in engines}
+    runs = {(name, e.name): workload(e, name, sizes) for name in names for e in engines if e.runs(name)}
     for fwd, bwd in runs.values():
         for _ in range(WARMUP):
             bwd(fwd())
-    samples = {name: {e.name: [] for e in engines} for name in names}
+    samples = {name: {e.name: [] for e in engines if e.runs(name)} for name in names}
     order = list(runs)
     for r in range(rounds):
         k = r % len(order)
@@ -272,6 +277,8 @@ def main(argv=None) -> int:
         results[name] = {"samples": samples, "stats": summarise(samples, name, FULL)}
         say("\n".join(table(name, results[name]["stats"], samples)))
     say("\n".join(targets(results)))
+    if any(e.name == "compiled" for e in engines):
+        say("\n".join(compile_costs(FULL, CLOCKS[args.clock])))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "results": results}, f, indent=1)

@@ -23,6 +23,7 @@ if __name__ == "__main__" and not __package__:  # run as a script: make the `ben
 
 import numpy as np  # noqa: E402
 
+from benchmarks import speed_compiled  # noqa: E402
 from benchmarks.speed_workloads import (  # noqa: E402
     FULL,
     TINY,
@@ -34,6 +35,7 @@ from benchmarks.speed_workloads import (  # noqa: E402
     numpy_chain,
     numpy_fanout,
     numpy_mlp,
+    numpy_mlp_tight,
     op_count,
 )
 
@@ -296,7 +298,9 @@ def _torch_mlp(s, dtype):
 # -- the engine table ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Engine:
-    """One engine: the module it needs (None: always there) and its three workload builders."""
+    """One engine: the module it needs (None: always there) and its three workload builders (None: the engine
+    does not run that workload). ``check_mlp``, when given, is the MLP step the gradient check runs instead of
+    the timed one (an engine whose timed step keeps its gradients inside)."""
 
     name: str
     needs: str | None
@@ -304,10 +308,16 @@ class Engine:
     fanout: object
     mlp: object
     missing: str = ""  # what to do when ``needs`` cannot be imported
+    check_mlp: object = None
+
+    def runs(self, workload_name: str) -> bool:
+        kind = "mlp" if workload_name.startswith("mlp") else workload_name
+        return getattr(self, kind) is not None
 
 
 ENGINES = {
     "numpy": Engine("numpy", None, numpy_chain, numpy_fanout, numpy_mlp),
+    "numpy-tight": Engine("numpy-tight", None, None, None, numpy_mlp_tight),
     "tapegrad": Engine(
         "tapegrad", "tapegrad", _tensor_chain(_tapegrad), _tensor_fanout(_tapegrad), _tensor_mlp(_tapegrad)
     ),
@@ -323,6 +333,14 @@ ENGINES = {
         "autograd", "autograd", _autograd_chain, _autograd_fanout, _autograd_mlp, 'pip install -e ".[bench]"'
     ),
     "torch": Engine("torch", "torch", _torch_chain, _torch_fanout, _torch_mlp, "pip install torch==2.13.0"),
+    "compiled": Engine(
+        "compiled",
+        "tapegrad",
+        speed_compiled.chain,
+        speed_compiled.fanout,
+        speed_compiled.mlp,
+        check_mlp=speed_compiled.mlp_returning_grads,
+    ),
 }
 
 
@@ -347,13 +365,15 @@ def available_engines(names=None) -> tuple[list[Engine], list[str]]:
     return engines, notes
 
 
-def workload(engine: Engine, name: str, sizes: Sizes):
-    """``(forward, backward)`` of ``engine`` for the workload ``name`` (one of ``WORKLOADS``)."""
+def workload(engine: Engine, name: str, sizes: Sizes, checking: bool = False):
+    """``(forward, backward)`` of ``engine`` for the workload ``name`` (one of ``WORKLOADS``); ``checking``: the
+    variant the gradient check runs."""
     if name == "chain":
         return engine.chain(sizes)
     if name == "fanout":
         return engine.fanout(sizes)
-    return engine.mlp(sizes, np.float64 if name == "mlp-float64" else np.float32)
+    mlp = engine.check_mlp if checking and engine.check_mlp is not None else engine.mlp
+    return mlp(sizes, np.float64 if name == "mlp-float64" else np.float32)
 
 
 def check(engines: list[Engine], sizes: Sizes, names=WORKLOADS) -> list[str]:
@@ -366,9 +386,11 @@ def check(engines: list[Engine], sizes: Sizes, names=WORKLOADS) -> list[str]:
         expected = [np.array(g) for g in bwd(fwd())]
         tol = dict(rtol=1e-4, atol=1e-6) if name == "mlp-float32" else dict(rtol=1e-9, atol=1e-12)
         for engine in engines:
-            if engine.name == "numpy":
+            if engine.name == "numpy" or not engine.runs(name):
                 continue
-            fwd, bwd = workload(engine, name, sizes)
+            if name.startswith("mlp") and engine.check_mlp is not None:
+                _check_updated(engine, name, sizes, expected)
+            fwd, bwd = workload(engine, name, sizes, checking=True)
             got = [np.array(g) for g in bwd(fwd())]
             assert len(got) == len(expected), f"{engine.name} {name}: {len(got)} gradients, expected {len(expected)}"
             for i, (g, e) in enumerate(zip(got, expected)):
@@ -378,6 +400,18 @@ def check(engines: list[Engine], sizes: Sizes, names=WORKLOADS) -> list[str]:
                 assert np.all(np.isfinite(g)), f"{engine.name} {name}: gradient {i} is not finite"
                 np.testing.assert_allclose(g, e, **tol, err_msg=f"{engine.name} {name}: gradient {i}")
     return list(names)
+
+
+def _check_updated(engine, name, sizes, grads) -> None:
+    """The timed step of an engine that keeps its gradients inside: its updated parameters are NumPy's
+    ``p - lr * g`` (to rounding: the update may be fused into the gradient's product)."""
+    dtype = np.float64 if name == "mlp-float64" else np.float32
+    params = mlp_data(sizes, dtype)[0]
+    fwd, bwd = workload(engine, name, sizes)
+    got = bwd(fwd())
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    for i, (p, g, new) in enumerate(zip(params, grads, got)):
+        np.testing.assert_allclose(new, p - sizes.lr * g, **tol, err_msg=f"{engine.name} {name}: parameter {i}")
 
 
 if __name__ == "__main__":  # a part of the benchmarks, not one: say which one to run

@@ -6,6 +6,8 @@ hand-written NumPy forward and backward of each, the floor every engine is measu
 - ``fanout``: ``h = tanh(x)`` used by ``branches`` products ``h * k_i`` that are summed back; the gradient of
   ``x`` needs ``branches`` cotangents accumulated into ``h``'s.
 - ``mlp``: one SGD step of a ReLU MLP with a mean-squared-error loss (zero grad, forward, backward, update).
+  Hand-written twice: plainly (:func:`numpy_mlp`, every intermediate a new array) and tightly
+  (:func:`numpy_mlp_tight`: the bias add and the ReLU in place, the mask applied in place, the update in place).
 
 A workload, for any engine, is two callables: ``state = forward()`` and ``grads = backward(state)``, timed
 separately; ``grads`` is the list of gradient arrays (for the MLP, after the update used them).
@@ -34,6 +36,7 @@ __all__ = [
     "numpy_chain",
     "numpy_fanout",
     "numpy_mlp",
+    "numpy_mlp_tight",
 ]
 
 
@@ -162,6 +165,41 @@ def numpy_mlp(s, dtype):
             grads[i], grads[i + 1] = a_in.T @ g, g.sum(axis=0)
             if i:
                 g = (g @ params[i].T) * (a_in > 0)
+        for p, gp in zip(params, grads):
+            p -= lr * gp
+        return grads
+
+    return forward, backward
+
+
+def numpy_mlp_tight(s, dtype):
+    """The MLP step as a careful NumPy programmer writes it: what can be in place is."""
+    params, X, Y = mlp_data(s, dtype)
+    lr = s.lr
+
+    def forward():
+        acts, a = [X], X
+        for i in range(0, len(params), 2):
+            a = a @ params[i]
+            a += params[i + 1]
+            if i + 2 < len(params):
+                np.maximum(a, 0, out=a)
+            acts.append(a)
+        diff = a
+        diff -= Y
+        return (diff * diff).mean(), acts, diff
+
+    def backward(state):
+        _, acts, diff = state
+        g = diff
+        g *= 2 / diff.size
+        grads = [None] * len(params)
+        for i in range(len(params) - 2, -1, -2):
+            a_in = acts[i // 2]
+            grads[i], grads[i + 1] = a_in.T @ g, g.sum(axis=0)
+            if i:
+                g = g @ params[i].T
+                g *= a_in > 0
         for p, gp in zip(params, grads):
             p -= lr * gp
         return grads

@@ -3,6 +3,12 @@
 An adapter gives the model what differs between engines: how to make a tensor, ``relu``, ``log_softmax``,
 the recording context (``tapegrad.record()``; nothing for the others), the SGD update and, for tapegrad,
 ``checkpoint``. Every workload calls ``meter.mark(label)`` at the points where live memory is read.
+
+The compiled engine (``tg.compile``) runs the same model code inside a compiled function: its training step is
+``value_and_grad`` and the SGD update in one program, with the parameters donated (updated in place), and
+its one-step measurement runs that step; ``one_step_grads`` runs the compiled ``value_and_grad`` alone, which
+returns the gradients as eager backward does. A program keeps its planned buffers between calls:
+``kept_bytes`` says how many, and the memory benchmark adds them to the peak it measures.
 """
 
 from __future__ import annotations
@@ -82,9 +88,47 @@ class TorchAdapter:
                 p.grad = None
 
 
+class CompiledAdapter:
+    """tapegrad through ``tg.compile``: arrays in, arrays out; one program per shape, kept by the adapter."""
+
+    name = "compiled"
+    checkpoint = None
+
+    def __init__(self):
+        import tapegrad as tg
+
+        self.tg = tg
+        self.relu, self.log_softmax = tg.relu, tg.log_softmax
+        self._steps: dict = {}
+
+    def tensor(self, a, requires_grad=False):
+        return np.ascontiguousarray(a)
+
+    def record(self):
+        return contextlib.nullcontext()
+
+    def step(self, lr, with_update: bool = True):
+        """The compiled ``(params, x, y) -> (loss, new params)`` (or ``(loss, grads)`` without the update)."""
+        key = (lr, with_update)
+        if key not in self._steps:
+            tg = self.tg
+            value_and_grad = tg.value_and_grad(lambda ps, x, y: mlp_loss(self, ps, x, y))
+            if with_update:
+
+                def train(ps, x, y):
+                    loss, grads = value_and_grad(ps, x, y)
+                    return loss, [p - lr * g for p, g in zip(ps, grads)]
+
+                self._steps[key] = tg.compile(train, donate_argnums=0)
+            else:
+                self._steps[key] = tg.compile(value_and_grad)
+        return self._steps[key]
+
+
 def adapters(with_torch: bool = True) -> list:
-    """The engines to compare: tapegrad, the node-graph reference, and PyTorch CPU when it is installed."""
-    out = [TapegradAdapter(), NodeGraphAdapter()]
+    """The engines to compare: tapegrad, tapegrad compiled, the node-graph reference, and PyTorch CPU when it
+    is installed."""
+    out = [TapegradAdapter(), CompiledAdapter(), NodeGraphAdapter()]
     if with_torch:
         try:
             out.append(TorchAdapter())
@@ -129,6 +173,9 @@ def batch(E, rng, n, n_in, n_out):
 
 
 def train_step(E, params, x, y, lr=0.01, checkpoint_every=0):
+    if isinstance(E, CompiledAdapter):
+        loss, params[:] = E.step(lr)(params, x, y)  # the same arrays: the program updates them in place
+        return loss
     with E.record():
         loss = mlp_loss(E, params, x, y, checkpoint_every)
     loss.backward()
@@ -165,19 +212,26 @@ def long_run(E, meter, steps=2000, sizes=(256, 256, 10), n=64, seed=0, every=100
     return {"params": params}
 
 
-def one_step(E, meter, sizes=(784, 512, 512, 10), n=256, seed=0, checkpoint_every=0):
-    """Forward and backward of one batch; the marks split it into forward and backward for the timeline."""
+def one_step(E, meter, sizes=(784, 512, 512, 10), n=256, seed=0, checkpoint_every=0, grads_only=False):
+    """Forward and backward of one batch; the marks split it into forward and backward for the timeline. The
+    compiled engine runs its training step (``grads_only``: its ``value_and_grad`` alone)."""
     rng = np.random.default_rng(seed)
     params = init_mlp(E, sizes, rng)
     x, y = batch(E, rng, n, sizes[0], sizes[-1])
+    param_bytes = sum(int(np.prod(p.shape)) * 8 for p in params)
+    floor = 2 * param_bytes + 8 * n * (sizes[0] + sizes[-1])
     meter.mark("start")
+    if isinstance(E, CompiledAdapter):  # the whole SGD step is one program: forward and backward have no seam
+        step = E.step(0.01, with_update=not grads_only)
+        meter.mark("forward")
+        loss = step(params, x, y)
+        meter.mark("backward")
+        return {"floor": floor, "activations": activation_bytes(sizes, n), "keep": (params, x, y, loss)}
     with E.record():
         loss = mlp_loss(E, params, x, y, checkpoint_every)
     meter.mark("forward")
     loss.backward()
     meter.mark("backward")
-    param_bytes = sum(int(np.prod(p.shape)) * 8 for p in params)
-    floor = 2 * param_bytes + 8 * n * (sizes[0] + sizes[-1])
     return {"floor": floor, "activations": activation_bytes(sizes, n), "keep": (params, x, y, loss)}
 
 

@@ -15,6 +15,7 @@ array([2., 4.])
 """
 
 from . import (
+    compile,
     data,
     debug,
     fft,
@@ -23,6 +24,7 @@ from . import (
     numpy,  # noqa: F401  (tapegrad.numpy; importing it puts NumPy's protocols on Tensor)
     ops,
     optim,
+    random,
     tape,
     tensor_methods,
     viz,
@@ -38,6 +40,7 @@ from .errors import (
     TapeError,
     TapeEscapeWarning,
     TapeLeakWarning,
+    TracingError,
 )
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
@@ -79,6 +82,9 @@ __all__ = [
     "InPlaceModificationError",
     "TapeBudgetError",
     "checkpoint",
+    "compile",
+    "TracingError",
+    "random",
     "gradcheck",
     "gradgradcheck",
     "GradcheckError",

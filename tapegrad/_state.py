@@ -43,6 +43,10 @@ __all__ = [
     "modified_since",
     "version_of",
     "warn_escape",
+    "TRACING",
+    "TRACER",
+    "tracer",
+    "concrete",
 ]
 
 _NUMPY = os.path.dirname(np.__file__) + os.sep
@@ -75,6 +79,37 @@ def current():
     return active[-1] if active else None
 
 
+# -- tracing (tapegrad.compile) ----------------------------------------------------------------------------
+class _Tracing:
+    """``TRACING.n``: the traces in progress, in every context (the check ops make before anything else)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+
+TRACING = _Tracing()
+TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context's tracer while it traces
+
+
+def tracer():
+    """The tracer recording this context's ops for :func:`tapegrad.compile`, or None.
+
+    >>> tracer() is None
+    True
+    """
+    return TRACER.get() if TRACING.n else None
+
+
+def concrete(array, what: str) -> None:
+    """Python is about to read the values of ``array`` (``bool(t)``, ``t.item()``, ``t.data``...): while a
+    function is traced, the tracer refuses it for a traced value, whose data differs from call to call."""
+    t = TRACER.get()
+    if t is not None:
+        t.concrete(array, what)
+
+
 # -- the version clock ---------------------------------------------------------------------------------------
 class _Clock:
     """The version clock: ``CLOCK.tick`` counts in-place changes (read once per recorded op)."""
@@ -103,6 +138,10 @@ def _forget(key, ref):
 
 def mark_modified(array) -> None:
     """Note that ``array``'s memory was just changed in place (every view of the same memory with it)."""
+    if TRACING.n:
+        t = TRACER.get()
+        if t is not None:
+            t.modified(array)
     root = memory_root(array)
     key = id(root)
     with _lock:

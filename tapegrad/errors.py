@@ -20,6 +20,7 @@ __all__ = [
     "AnomalyError",
     "GradcheckError",
     "CheckpointError",
+    "TracingError",
     "TapeLeakWarning",
     "TapeEscapeWarning",
     "warn_once",
@@ -91,6 +92,21 @@ class CheckpointError(ValueError):
     ... except tg.CheckpointError as err:
     ...     print("refused:", "not a checkpoint" in str(err))
     refused: True
+    """
+
+
+class TracingError(TypeError):
+    """A function traced by ``tg.compile`` does what a compiled program cannot replay: Python reads a traced
+    value (``bool(t)``, ``float(t)``, ``t.item()``, ``t.data``, a boolean mask's data-dependent shape), or it
+    changes a traced value in place. The message names the line.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> f = tg.compile(lambda x: x * 2 if x.sum() > 0 else -x)
+    >>> try:
+    ...     f(np.ones(2))
+    ... except tg.TracingError as err:
+    ...     print(str(err).split(" (")[0])
+    bool(t) of a traced value
     """
 
 

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from ._state import is_recording, mark_modified, version_of, warn_escape
+from ._state import TRACING, concrete, is_recording, mark_modified, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
@@ -88,11 +88,16 @@ class Tensor:
         """The underlying array. ``x.data -= lr * g`` changes it in place and marks its memory changed, so a
         tape that saved it (or any view of it) refuses to replay; ``x.data = a`` rebinds the tensor to another
         array and leaves what tapes saved untouched."""
+        if TRACING.n:  # inside tg.compile: Python may not compute with a traced value's data
+            concrete(self._data, "t.data")
         return self._data
 
     @data.setter
     def data(self, value) -> None:
         value = value._data if isinstance(value, Tensor) else value
+        if TRACING.n:
+            concrete(self._data, "assigning t.data")
+            concrete(value, "assigning a traced value to t.data")
         if value is self._data:  # `x.data -= y`: Python changed the array in place, then assigns it back
             mark_modified(value)
             return
@@ -144,6 +149,8 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python scalar."""
         data = self._data
+        if TRACING.n:
+            concrete(data, "t.item()")
         if hasattr(data, "item"):
             return data.item()
         xp = backend_of(data).xp  # the array API has no item(): convert by kind
@@ -153,11 +160,15 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """The underlying array (no copy). Gradients do not flow through what you do with it: inside
         ``record()`` on a tensor being recorded this warns once per call site (use ``.data`` to say so)."""
+        if TRACING.n:
+            concrete(self._data, "t.numpy()")
         if self._node is not None or self.requires_grad:
             warn_escape("numpy()")
         return self._data
 
     def tolist(self):
+        if TRACING.n:
+            concrete(self._data, "t.tolist()")
         return self._data.tolist()
 
     def detach(self) -> Tensor:
@@ -171,6 +182,8 @@ class Tensor:
         return Tensor._wrap(self._data)
 
     def __array__(self, dtype=None, copy=None):
+        if TRACING.n:
+            concrete(self._data, "np.asarray(t)")
         if self._node is not None or self.requires_grad:
             warn_escape("np.asarray()")
         if dtype is None:
@@ -181,12 +194,18 @@ class Tensor:
         return len(self._data)
 
     def __bool__(self) -> bool:
+        if TRACING.n:
+            concrete(self._data, "bool(t)")
         return bool(self._data)
 
     def __float__(self) -> float:
+        if TRACING.n:
+            concrete(self._data, "float(t)")
         return float(self._data)
 
     def __int__(self) -> int:
+        if TRACING.n:
+            concrete(self._data, "int(t)")
         return int(self._data)
 
     def __iter__(self):
@@ -251,6 +270,8 @@ def _as_array(data, dtype):
 
 
 def _inplace(t, other, ufunc, inplace_operator, symbol):
+    if TRACING.n:
+        concrete(t._data, f"in-place {symbol}")
     if is_recording() and (t.requires_grad or t._node is not None):
         raise RuntimeError(
             f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "

@@ -31,6 +31,7 @@ LAYERS = {
     "tapegrad.tensor_methods": 6,  # Tensor's operators and methods, bound from one table
     "tapegrad.linalg": 6,  # namespaces of ops
     "tapegrad.fft": 6,
+    "tapegrad.random": 6,  # draws as ops
     "tapegrad.debug": 7,  # the tools, attached through the core's extension interface
     "tapegrad.budget": 7,
     "tapegrad.viz": 7,

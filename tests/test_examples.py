@@ -275,3 +275,36 @@ def test_bayesian_neural_net_under_autograd_numpy_gives_the_same_gradients():
     for step in (0, 7):
         np.testing.assert_allclose(tg.grad(mine)(params, step), autograd.grad(theirs)(params, step), rtol=1e-10)
         np.testing.assert_allclose(mine(params, step), theirs(params, step), rtol=1e-12)
+
+
+# -- --compile: the same training, bit for bit --------------------------------------------------------------------
+def test_classify_digits_compiled_trains_exactly_as_eager(tmp_path):
+    pytest.importorskip("sklearn")
+    digits = _load("classify_digits")
+    common = ["--epochs", "2", "--hidden", "32", "--quiet", "--no-plot", "--no-progress"]
+    eager = digits.main(common + ["--out", str(tmp_path / "eager")])
+    compiled = digits.main(common + ["--out", str(tmp_path / "compiled"), "--compile"])
+    assert compiled["history"] == eager["history"]  # losses and accuracies to the last bit (dropout included)
+    for (name, p), q in zip(compiled["model"].named_parameters(), eager["model"].parameters()):
+        np.testing.assert_array_equal(p.data, q.data, err_msg=name)
+
+
+def test_cnn_digits_compiled_trains_exactly_as_eager():
+    for module in ("sklearn", "tqdm"):
+        pytest.importorskip(module)
+    cnn = _load("cnn_digits")
+    common = ["--epochs", "2", "--width", "4", "--no-plot", "--quiet"]
+    eager, compiled = cnn.main(common), cnn.main(common + ["--compile"])
+    assert compiled["history"] == eager["history"]  # batch norm's statistics, the schedule, dropout: all the same
+    for (name, b), c in zip(compiled["model"].named_buffers(), eager["model"].buffers()):
+        np.testing.assert_array_equal(b.data, c.data, err_msg=name)
+
+
+@pytest.mark.parametrize("arch", ["gru", "transformer"])
+def test_char_lm_compiled_trains_exactly_as_eager(arch):
+    pytest.importorskip("tqdm")
+    args = ["--arch", arch, "--module", "string", "--steps", "6", "--eval-every", "3", "--width", "16", "--seq-len"]
+    args += ["12", "--batch-size", "8", "--sample-length", "10", "--no-plot", "--quiet"]
+    lm = _load("char_lm")
+    eager, compiled = lm.main(args), lm.main(args + ["--compile"])
+    assert compiled["history"] == eager["history"] and compiled["after"] == eager["after"]

@@ -3,6 +3,10 @@
 This is the hot path of every op: one pass over the inputs, then, only when some input needs a gradient and a
 tape records, the record tuple, one :class:`~tapegrad.core.node.Node` and one entry per active tape. The
 NumPy path calls the op's NumPy forward directly; other libraries go through :mod:`tapegrad.backend`.
+
+While a function is traced (:mod:`tapegrad.compile`), every op, recorded or not and differentiable or not, is
+also reported to the context's tracer (``tracer.op(op, inputs, params, out)``): the program it builds needs
+the constants' and the comparisons' ops as much as the recorded ones. Untraced code pays one attribute read.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._shapes import Shape
-from .._state import ACTIVE, CLOCK, WATCHED
+from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from ..backend import NUMPY, common_backend
 from ..errors import TapeLeakWarning, warn_once
 from ..tensor import Tensor
@@ -74,6 +78,8 @@ def apply(op, args, params):
     if not (active and mask):
         t.requires_grad = False
         t._node = None
+        if TRACING.n:
+            _trace(op, datas, params, t)
         return t
     if foreign is not None:
         _foreign_inputs(op, srcs, top, active)
@@ -110,7 +116,16 @@ def apply(op, args, params):
             tape._compact()
         if tape._monitors:
             _run_monitors(tape, e, t, active)
+    if TRACING.n:
+        _trace(op, datas, params, t)
     return t
+
+
+def _trace(op, datas, params, out):
+    """Report one op to this context's tracer, if a function is being traced here."""
+    tracer = TRACER.get()
+    if tracer is not None:
+        tracer.op(op, datas, params, out)
 
 
 def saved_values(op, datas):
@@ -203,10 +218,14 @@ def apply_nondiff(op, args, params):
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
     if all(d.__class__ in _PLAIN for d in datas):
         try:
-            return Tensor._wrap(np.asarray(op.forward(*datas, **params)))
+            out = Tensor._wrap(np.asarray(op.forward(*datas, **params)))
         except (ValueError, TypeError) as err:
             raise _forward_error(op, args, err) from None
-    return Tensor._wrap(_forward_any(op, args, datas, params))
+    else:
+        out = Tensor._wrap(_forward_any(op, args, datas, params))
+    if TRACING.n:
+        _trace(op, datas, params, out)
+    return out
 
 
 def _forward_error(op, args, err):

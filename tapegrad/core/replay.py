@@ -17,6 +17,10 @@ and the sources of ``gradient()``, whose cotangents are picked up as their entri
 
 The namespace a recorded replay's rules compute with is a slot that :mod:`tapegrad.ops` fills
 (:func:`set_differentiable_rules`), as the op tables sit above this layer.
+
+While a function is traced (:mod:`tapegrad.compile`), a recorded replay tells the tracer which entry it
+differentiates (``tracer.replaying(node, rec)``), so the program can say which forward line each rule's ops
+come from; a plain replay is refused there, since its rules would run on arrays the tracer never sees.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from .._shapes import Shape, unbroadcast
-from .._state import ACTIVE, CLOCK, modified_since
+from .._state import ACTIVE, CLOCK, TRACER, TRACING, modified_since
 from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, to_numpy
 from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
@@ -67,6 +71,13 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
     dict), without touching ``.grad``. Returns that dict, or None. Cotangents left for values of the earlier
     tapes this one used (``tape._upstream``) are appended to ``leftovers``, for the caller to continue there.
     """
+    if TRACING.n and not create_graph and TRACER.get() is not None:
+        raise TapeError(
+            "a plain backward pass (loss.backward(), or gradient() outside every tape) inside a function being "
+            "traced by tg.compile: its rules would run on arrays the program never sees, so its gradients would "
+            "be frozen at the first call's values. Compute gradients with tg.grad / tg.value_and_grad inside the "
+            "compiled function and return them"
+        )
     entries = tape._entries
     retain = tape.persistent or create_graph  # a recorded replay reads the forward values again later
     grads: dict = {}
@@ -215,6 +226,10 @@ def _optional_steps(idx, rec, node, g, grads, create_graph, observer):
     if create_graph:
         g, ans, vals = _as_tensors(g, ans, vals, rec[SRCS], node)
         op = _recorded_rules(op)
+        if TRACING.n:
+            tracer = TRACER.get()
+            if tracer is not None:
+                tracer.replaying(node, rec)
     if observer is not None:  # tracing, anomaly checks: it wraps the op's rules
         op = observer(idx, rec, node, g, grads)
     return g, op, ans, vals
@@ -413,11 +428,18 @@ def _write_grad(leaf, g, xp=None):
 
 def _real_for(xp, g, key):
     """On a recorded replay: a complex gradient of a real value is its real part, recorded as an op (the adjoint
-    of the embedding of the reals in the complex numbers)."""
+    of the embedding of the reals in the complex numbers); and a leaf's gradient has the leaf's dtype, as a
+    plain replay gives it (a float32 leaf of a float64 loss gets a float32 gradient), cast as an op."""
     data = g._data if isinstance(g, Tensor) else g
-    if key.__class__ is Node or not is_complex(data) or is_complex(key._data):
+    if key.__class__ is Node:
         return g
-    return xp.real(g)
+    if is_complex(data) and not is_complex(key._data):
+        g = xp.real(g)
+        data = g._data if isinstance(g, Tensor) else g
+    dtype = key._data.dtype
+    if data.dtype != dtype and not is_complex(data):
+        g = xp.astype(g, dtype)
+    return g
 
 
 def _as_tensors(g, ans, vals, srcs, node):

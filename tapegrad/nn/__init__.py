@@ -1,6 +1,8 @@
 """Neural-network building blocks: ``Module``, layers, activations and losses, PyTorch's names and arguments.
 
 ``Module`` finds parameters and submodules by attribute and keeps buffers (``register_buffer``);
+``functional_call(model, params, args)`` runs a model on weights passed in (for the transforms and
+``tg.compile``);
 ``state_dict()``/``load_state_dict()`` save and restore them under PyTorch's names (with clear errors for
 missing, unexpected or mis-shaped keys), so weights copy between the two. Functions live in
 ``tapegrad.nn.functional`` (the losses are re-exported here), initialisers in ``tapegrad.nn.init``. This package
@@ -72,9 +74,12 @@ from .module import Module
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .shape import Embedding, Flatten, Identity, Unflatten
+from .stateless import functional_call, parameter_arrays
 
 __all__ = [
     "Module",
+    "functional_call",
+    "parameter_arrays",
     "functional",
     "utils",
     "init",

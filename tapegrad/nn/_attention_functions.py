@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 import tapegrad.ops as ops
+import tapegrad.random as _random
 
 from ..tensor import Tensor
 
@@ -39,8 +40,8 @@ def attend(q, k, v, allowed=None, bias=None, dropout_p=0.0, rng=None, scale=None
     attended = weights
     if dropout_p > 0:
         generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-        keep = (generator.random(weights.shape) >= dropout_p).astype(weights.dtype) / weights.dtype.type(1 - dropout_p)
-        attended = weights * keep
+        keep = ops.greater_equal(_random.random(generator, weights.shape), dropout_p)
+        attended = weights * (ops.astype(keep, dtype=weights.dtype) / weights.dtype.type(1 - dropout_p))
     return ops.matmul(attended, v), weights
 
 

@@ -197,8 +197,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
 
 
 def _class_targets(input: Tensor, target, ignore_index, name):
-    """The integer targets as an array of the expected shape, checked against the classes."""
-    labels = np.asarray(target.data if isinstance(target, Tensor) else target)
+    """The integer targets, checked against the classes: an array, or for a tensor target the tensor itself,
+    whose values the losses then use through ops only (inside ``tg.compile`` they change from call to call;
+    the values are checked here once, when the function is traced)."""
+    is_tensor = isinstance(target, Tensor)
+    labels = np.asarray(target._data if is_tensor else target)
     if labels.dtype.kind not in "iu":
         raise TypeError(
             f"{name}: target must hold integer class indices, got dtype {labels.dtype}; for class probabilities "
@@ -216,15 +219,29 @@ def _class_targets(input: Tensor, target, ignore_index, name):
             f"{name}: target classes must be in [0, {n_classes}) or equal ignore_index ({ignore_index}), "
             f"got {labels[bad].ravel()[:5].tolist()}"
         )
-    return labels, n_classes
+    return (target if is_tensor else labels), n_classes
 
 
-def _picked(logp: Tensor, labels: np.ndarray, safe: np.ndarray) -> Tensor:
+def _picked(logp: Tensor, labels, safe) -> Tensor:
     """logp at each example's class: ``logp[n, labels[n, ...], ...]`` (class axis 1, or 0 for one example)."""
     if logp.ndim == 1:
-        return logp[int(safe)]
+        return logp[safe] if isinstance(safe, Tensor) else logp[int(safe)]
     grid = np.indices(labels.shape, sparse=True)
     return logp[(grid[0], safe) + tuple(grid[1:])]
+
+
+def _ignored(labels, ignore_index, w, dtype):
+    """``(ignored, safe, per)``: where the target is ignored, the targets with those set to 0, and each
+    example's weight (0 where ignored); arrays, or ops of a tensor target."""
+    if isinstance(labels, Tensor):
+        ignored = ops.equal(labels, ignore_index)
+        safe = ops.where(ignored, 0, labels)
+        per = Tensor(np.ones(labels.shape)) if w is None else Tensor(w)[safe]
+        return ignored, safe, ops.astype(ops.where(ignored, 0.0, per), dtype=dtype)
+    ignored = labels == ignore_index
+    safe = np.where(ignored, 0, labels)
+    per = np.ones(labels.shape) if w is None else w[safe]
+    return ignored, safe, np.where(ignored, 0.0, per).astype(dtype)
 
 
 def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
@@ -242,17 +259,17 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     input = _tensor(input)
     labels, n_classes = _class_targets(input, target, ignore_index, "nll_loss")
     w = _weight_array(weight, n_classes, "nll_loss")
-    ignored = labels == ignore_index
-    safe = np.where(ignored, 0, labels)
-    per = np.ones(labels.shape) if w is None else w[safe]
-    per = np.where(ignored, 0.0, per).astype(input.dtype)
+    ignored, safe, per = _ignored(labels, ignore_index, w, input.dtype)
     loss = 0.0 - _picked(input, labels, safe)  # 0 - x: a certain, correct prediction reads 0., not -0.
-    if w is not None or ignored.any():
+    traced = isinstance(labels, Tensor)  # the values may change from call to call: no shortcut on them
+    if traced or w is not None or ignored.any():
         loss = loss * per
     if reduction == "none":
         return loss
     total = ops.sum(loss)
-    return total if reduction == "sum" else _divide(total, per.sum())
+    if reduction == "sum":
+        return total
+    return total / ops.sum(per) if traced else _divide(total, per.sum())  # 0 / 0 is NaN, as PyTorch gives
 
 
 def cross_entropy(
@@ -298,10 +315,17 @@ def cross_entropy(
     if label_smoothing == 0:
         return loss
     labels, _ = _class_targets(input, target, ignore_index, "cross_entropy")
-    ignored = labels == ignore_index
     smooth = 0.0 - ops.sum(logp if w_axis is None else logp * w_axis, axis=axis)
-    smooth = ops.where(ignored, 0.0, smooth) if ignored.any() else smooth
-    if reduction == "mean":
+    if isinstance(labels, Tensor):  # a tensor target: its values only through ops (see _class_targets)
+        ignored = ops.equal(labels, ignore_index)
+        smooth = ops.where(ignored, 0.0, smooth)
+        if reduction == "mean":
+            kept = ops.where(ignored, 0.0, 1.0 if w is None else Tensor(w)[ops.where(ignored, 0, labels)])
+            smooth = ops.sum(smooth) / ops.sum(kept)
+    else:
+        ignored = labels == ignore_index
+        smooth = ops.where(ignored, 0.0, smooth) if ignored.any() else smooth
+    if reduction == "mean" and not isinstance(labels, Tensor):
         count = (~ignored).sum() if w is None else w[labels[~ignored]].sum()
         smooth = _divide(ops.sum(smooth), count)
     elif reduction == "sum":

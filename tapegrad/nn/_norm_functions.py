@@ -11,6 +11,8 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from ..compile import is_traced
+from ..errors import TracingError
 from ..tensor import Tensor
 
 
@@ -67,12 +69,31 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps: floa
 def _update(running, stat, momentum):
     if running is None:
         return
+    if isinstance(stat, Tensor):  # inside tg.compile: the statistics are ops, the buffer gets a new value
+        old = running if isinstance(running, Tensor) else Tensor(running)
+        new = (1.0 - momentum) * old + momentum * ops.astype(stat, dtype=old.dtype)
+        set_traced_data(running, new)
+        return
     old = running.data if isinstance(running, Tensor) else running
     new = (1.0 - momentum) * old + momentum * stat.astype(old.dtype)
     if isinstance(running, Tensor):
         running.data = new
     else:
         running[...] = new
+
+
+def set_traced_data(buffer, new) -> None:
+    """Give a buffer a new value inside a function that tg.compile traces: the value is an op's output, which
+    ``nn.functional_call(..., return_buffers=True)`` returns (a compiled program has no side effects)."""
+    if not (isinstance(buffer, Tensor) and is_traced(buffer)):
+        raise TracingError(
+            "a running statistic (batch norm in training mode) is updated inside a function tg.compile traces, "
+            "but it is a constant of the program, so its later updates would be lost: pass the model's buffers "
+            "with its parameters, nn.functional_call(model, {**params, **buffers}, x, return_buffers=True), and "
+            "return the new buffers (or call model.eval() to use the running statistics)"
+        )
+    buffer._data = new._data
+    buffer._node = None
 
 
 def batch_norm(
@@ -111,9 +132,14 @@ def batch_norm(
             raise ValueError(
                 f"batch_norm: training needs more than 1 value per channel, got input of shape {input.shape}"
             )
-        x = input.data
-        _update(running_mean, x.mean(axis=axes), momentum)
-        _update(running_var, x.var(axis=axes, ddof=1), momentum)
+        if is_traced(input):  # the statistics as ops (no gradient flows into the running buffers)
+            x = input.detach()
+            _update(running_mean, ops.mean(x, axis=axes), momentum)
+            _update(running_var, ops.var(x, axis=axes, ddof=1), momentum)
+        else:
+            x = input.data
+            _update(running_mean, x.mean(axis=axes), momentum)
+            _update(running_var, x.var(axis=axes, ddof=1), momentum)
         return ops.standardize(input, w, b, axis=axes, eps=eps)
     if running_mean is None or running_var is None:
         raise ValueError("batch_norm: evaluation (training=False) needs running_mean and running_var")

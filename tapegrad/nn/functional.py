@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 
 import tapegrad.ops as ops
+import tapegrad.random as _random
 
 from ..ops import (  # noqa: F401  (re-exported)
     adaptive_avg_pool1d,
@@ -158,7 +159,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def _indices(x, what) -> np.ndarray:
-    idx = np.asarray(x.data if isinstance(x, Tensor) else x)
+    idx = np.asarray(x._data if isinstance(x, Tensor) else x)  # read to check it (inside tg.compile: when traced)
     if idx.dtype.kind not in "iu":
         raise TypeError(f"{what}: indices must be integers, got dtype {idx.dtype}")
     return idx
@@ -179,6 +180,12 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm=No
     n = weight.shape[0]
     if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError(f"embedding: indices must be in [0, {n}), got values in [{idx.min()}, {idx.max()}]")
+    if isinstance(input, Tensor):  # its values only through ops: inside tg.compile they change from call to call
+        rows = weight[input]
+        if padding_idx is not None:
+            padded = ops.expand_dims(ops.equal(input, padding_idx % n), -1)
+            rows = ops.where(padded, rows.detach(), rows)
+        return rows
     rows = weight[idx]
     if padding_idx is not None:
         padded = (idx == padding_idx % n)[..., None]
@@ -219,8 +226,13 @@ def dropout(x: Tensor, p: float, rng: np.random.Generator, training: bool = True
         return x
     if p == 1:
         return x * np.zeros(x.shape, dtype=x.dtype)
-    mask = (rng.random(x.shape) >= p).astype(x.dtype) / x.dtype.type(1 - p)
-    return x * mask
+    return x * _keep_mask(rng, x.shape, p, x.dtype)
+
+
+def _keep_mask(rng, shape, p, dtype):
+    """``(rng.random(shape) >= p) / (1 - p)`` in ``dtype``, drawn with an op (``tg.random``) so that a compiled
+    program draws a new mask on every call."""
+    return ops.astype(ops.greater_equal(_random.random(rng, shape), p), dtype=dtype) / dtype.type(1 - p)
 
 
 _PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}

@@ -13,7 +13,9 @@ import numpy as np
 
 import tapegrad.nn.functional as F
 
+from ..compile import is_traced
 from ..tensor import Tensor
+from ._norm_functions import set_traced_data
 from .module import Module
 
 __all__ = ["LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm"]
@@ -104,7 +106,10 @@ class _BatchNorm(Module):
             raise ValueError(f"{name}: expected a {dims} input with {self.num_features} channels, got shape {x.shape}")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.data = self.num_batches_tracked.data + 1
+            if is_traced(x):  # inside tg.compile: a new value, returned by nn.functional_call(return_buffers=True)
+                set_traced_data(self.num_batches_tracked, self.num_batches_tracked + 1)
+            else:
+                self.num_batches_tracked.data = self.num_batches_tracked.data + 1
             if self.momentum is None:  # a cumulative moving average
                 factor = 1.0 / float(self.num_batches_tracked.data)
         batch_stats = self.training or not self.track_running_stats

@@ -76,6 +76,7 @@ from .elementwise import (
     tanh,
     where,
 )
+from .elementwise import masked as _masked
 from .indexing import (
     argpartition,
     argsort,
@@ -483,7 +484,7 @@ class _TensorRules:
 
     @staticmethod
     def masked(cond, g):
-        return where(cond, g, 0)
+        return _masked(cond, g)
 
     @staticmethod
     def astype(x, dtype):

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from ..backend import is_floating
+from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
 from ._complex import is_complex, real_if_complex
 
@@ -131,6 +132,12 @@ relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x:
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
 _astype = defop("astype", _cast, _astype_vjp, save="x.shape")
+# What xp.masked(cond, g) is on a recorded replay: the same select a plain replay computes (numpy_rules.masked),
+# so gradients of gradients, and compiled programs, are the plain replay's numbers bit for bit.
+masked = defop("masked", lambda cond, g, *, xp=numpy_rules: xp.masked(cond, g),
+               None, lambda xp, g, ans, cond, x: xp.masked(cond, g),
+               inputs=("cond", "g"), save="cond", broadcast=True, register=False,
+               doc="``where(cond, g, 0)``: g where cond holds, exactly 0 elsewhere (the rules' masked gradients).")
 _astype_constant = defnondiff("astype_constant", _cast)
 # fmt: on
 

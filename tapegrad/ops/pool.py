@@ -21,7 +21,7 @@ import numpy as np
 import tapegrad.ops._windows as W
 
 from ..registry import defop
-from ._rules import call, constants, data
+from ._rules import call, constants, data, recorded
 from .conv import _batched, _fold_op, _shape
 from .shape import squeeze
 
@@ -38,12 +38,29 @@ def _max_pool(x, kernel_size, stride, padding, dilation, *, xp=np):
 
 def _max_pool_vjp(xp, g, ans, x, kernel_size, stride, padding, dilation):
     ns, d = constants(xp, x), len(kernel_size)
-    cols = W.windows(W.pad(data(x), padding, -math.inf, ns), kernel_size, stride, dilation, ns)
-    first = ns.expand_dims(ns.argmax(cols, axis=2), 2)  # each window's first maximum, as PyTorch picks at a tie
-    hit = ns.reshape(ns.arange(math.prod(kernel_size)), (-1,) + (1,) * d) == first
+    if recorded(xp):  # on tensors, through ops (no gradient flows through argmax), so that tg.compile sees them
+        cols = W.windows(_pad_joined(x, padding, -math.inf, xp, ns), kernel_size, stride, dilation, xp)
+    else:
+        cols = W.windows(W.pad(data(x), padding, -math.inf, ns), kernel_size, stride, dilation, ns)
+    first = xp.expand_dims(xp.argmax(cols, axis=2), 2)  # each window's first maximum, as PyTorch picks at a tie
+    hit = first == ns.reshape(ns.arange(math.prod(kernel_size)), (-1,) + (1,) * d)  # the tensor first: it broadcasts
     gcols = _columns(xp.where(hit, xp.expand_dims(g, 2), 0), kernel_size, g.shape[2:], xp)
     geometry = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
     return call(xp, _fold_op, gcols, output_size=tuple(x.shape[2:]), **geometry)
+
+
+def _pad_joined(x, padding, value, xp, ns):
+    """``W.pad`` as ops on a tensor: blocks of ``value`` joined on (every library has concatenate, not pad)."""
+    for k, (lo, hi) in enumerate(padding):
+        axis = x.ndim - len(padding) + k
+        parts = [x]
+        for first, width in ((True, lo), (False, hi)):
+            if width:
+                shape = tuple(x.shape[:axis]) + (width,) + tuple(x.shape[axis + 1 :])
+                block = ns.full(shape, value, dtype=x.dtype)
+                parts = [block, *parts] if first else [*parts, block]
+        x = xp.concatenate(parts, axis=axis) if len(parts) > 1 else x
+    return x
 
 
 def _divisor(sizes, dtype, kernel_size, stride, padding, counted, divisor_override, ns):

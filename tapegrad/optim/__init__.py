@@ -22,6 +22,7 @@ array([0.375])
 from . import lr_scheduler
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .clip import (
+    clip_by_total_norm,
     clip_grad_norm,
     clip_grad_norm_,
     clip_grad_value,
@@ -47,6 +48,7 @@ __all__ = [
     "Adagrad",
     "Adadelta",
     "LBFGS",
+    "clip_by_total_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
     "get_total_norm",

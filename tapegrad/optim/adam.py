@@ -18,10 +18,13 @@ weight decay first (``Optimizer._weight_decay``: ``g + wd * p``, or with decoupl
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ._math import absolute as _absolute
+from ._math import like as _like
+from ._math import maximum as _maximum
+from ._math import power as _power
+from ._math import sqrt as _sqrt
 from .optimizer import Optimizer, _lerp
 
 __all__ = ["Adam", "AdamW", "Adamax", "NAdam", "RAdam"]
@@ -85,9 +88,9 @@ class Adam(Optimizer):
         t, m, v = _moments(g, state, group)
         new = {"step": t, "exp_avg": m, "exp_avg_sq": v}
         if group["amsgrad"]:
-            v = new["max_exp_avg_sq"] = np.maximum(state.get("max_exp_avg_sq", v), v)
-        denom = np.sqrt(v) / math.sqrt(1 - b2**t) + eps
-        return p - (lr / (1 - b1**t)) * (m / denom), new
+            v = new["max_exp_avg_sq"] = _maximum(state.get("max_exp_avg_sq", v), v)
+        denom = _sqrt(v) / _like(_sqrt(1 - _power(b2, t)), p) + eps
+        return p - _like(lr / (1 - _power(b1, t)), p) * (m / denom), new
 
 
 class AdamW(Adam):
@@ -154,8 +157,8 @@ class Adamax(Optimizer):
         p, g = self._weight_decay(p, g, group)
         t = state["step"] + 1
         m = _lerp(state["exp_avg"], g, 1 - b1)
-        u = np.maximum(b2 * state["exp_inf"], np.abs(g) + eps)
-        return p - (lr / (1 - b1**t)) * (m / u), {"step": t, "exp_avg": m, "exp_inf": u}
+        u = _maximum(b2 * state["exp_inf"], _absolute(g) + eps)
+        return p - _like(lr / (1 - _power(b1, t)), p) * (m / u), {"step": t, "exp_avg": m, "exp_inf": u}
 
 
 class NAdam(Optimizer):
@@ -200,12 +203,12 @@ class NAdam(Optimizer):
         lr, (b1, b2), eps, psi = group["lr"], group["betas"], group["eps"], group["momentum_decay"]
         p, g = self._weight_decay(p, g, group)
         t, m, v = _moments(g, state, group)
-        mu = b1 * (1.0 - 0.5 * 0.96 ** (t * psi))
-        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * psi))
+        mu = b1 * (1.0 - 0.5 * _power(0.96, t * psi))
+        mu_next = b1 * (1.0 - 0.5 * _power(0.96, (t + 1) * psi))
         mu_product = state["mu_product"] * mu
-        denom = np.sqrt(v / (1 - b2**t)) + eps
-        p = p + (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
-        p = p + ((-lr * mu_next) / (1.0 - mu_product * mu_next)) * (m / denom)
+        denom = _sqrt(v / _like(1 - _power(b2, t), p)) + eps
+        p = p + _like(-lr * (1.0 - mu) / (1.0 - mu_product), p) * (g / denom)
+        p = p + _like((-lr * mu_next) / (1.0 - mu_product * mu_next), p) * (m / denom)
         return p, {"step": t, "exp_avg": m, "exp_avg_sq": v, "mu_product": mu_product}
 
 

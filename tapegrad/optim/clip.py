@@ -15,9 +15,12 @@ from collections.abc import Iterable
 
 import numpy as np
 
+import tapegrad.ops as ops
+
 from ..tensor import Tensor
 
 __all__ = [
+    "clip_by_total_norm",
     "clip_grad_norm_",
     "clip_grad_value_",
     "get_total_norm",
@@ -78,6 +81,42 @@ def get_total_norm(
             "`error_if_nonfinite=False`"
         )
     return Tensor(total)
+
+
+def clip_by_total_norm(grads, max_norm: float):
+    """Functional clipping, for ``tg.compile``: ``(clipped, total)``, the gradients (a list, or a dict in its
+    order; arrays or tensors) scaled together to a total 2-norm of at most ``max_norm``, with the numbers
+    ``clip_grad_norm_`` gives, and their total norm before clipping. Nothing is changed in place.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> clipped, total = tg.optim.clip_by_total_norm([np.array([30.0]), np.array([40.0])], 5.0)
+    >>> float(total), [g.round(6) for g in clipped]
+    (50.0, [array([3.]), array([4.])])
+    """
+    keys = list(grads) if isinstance(grads, dict) else None
+    gs = list(grads.values()) if keys is not None else list(grads)
+    max_norm = float(max_norm)
+    if not max_norm >= 0:
+        raise ValueError(f"clip_by_total_norm: max_norm must be >= 0, got {max_norm}")
+    if not gs:
+        return grads, np.array(0.0)
+    if not any(isinstance(g, Tensor) for g in gs):  # arrays: the eager function's own arithmetic
+        total = get_total_norm(gs).data
+        dtype = total.dtype if total.dtype.kind == "f" else np.dtype(np.float64)
+        coef = np.minimum(dtype.type(max_norm) / (total.astype(dtype) + dtype.type(1e-6)), dtype.type(1.0))
+        clipped = [g * g.dtype.type(coef) for g in gs]
+    else:  # tensors (traced): the same arithmetic as ops, and always the product (by 1.0 when not clipping)
+        dtype = np.result_type(*[g.dtype for g in gs])
+        norms = []
+        for g in gs:
+            a = ops.absolute(ops.reshape(g, (-1,)))
+            norms.append(ops.astype(ops.sqrt(ops.dot(a, a)), dtype=dtype))
+        stacked = ops.stack(norms)
+        total = ops.sqrt(ops.dot(stacked, stacked))
+        dtype = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float64)
+        coef = ops.minimum(dtype.type(max_norm) / (ops.astype(total, dtype=dtype) + dtype.type(1e-6)), dtype.type(1.0))
+        clipped = [g * ops.astype(coef, dtype=g.dtype) for g in gs]
+    return (dict(zip(keys, clipped)) if keys is not None else clipped), total
 
 
 def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm, foreach=None) -> None:

@@ -24,6 +24,13 @@ Contract:
 - ``load_state_dict`` checks everything (structure, group and parameter counts, hyperparameters as the
   constructor does, each parameter's state against what this optimizer keeps: names, kinds and shapes)
   before it changes anything.
+- **Functional updates** (for ``tg.compile``): ``functional_state()`` gives every parameter's state as arrays
+  (step counts as 0-d integer arrays, so a compiled step does not trace again each step), and
+  ``functional_update(params, grads, state, **hyper)`` returns the new parameters and states without changing
+  anything, computed by the same ``_update`` (its scalars kept in the parameter's dtype). ``hyper`` overrides
+  hyperparameters for this update, e.g. ``lr`` as a 0-d array that a schedule changes between calls.
+  ``load_functional_state(state)`` puts such a state back (for ``state_dict()``). RAdam's update branches
+  on its step count in Python, so it cannot be traced.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import numpy as np
 
 from ..backend import backend_of, is_lazy
 from ..tensor import Tensor
+from ._math import like as _like
 from .hyperparameters import (
     HYPERPARAMETERS,
     SCHEDULE_KEYS,
@@ -192,7 +200,7 @@ class Optimizer:
         if wd == 0:
             return p, g
         if group.get("decoupled_weight_decay", False):
-            return p * (1 - group["lr"] * wd), g
+            return p * _like(1 - group["lr"] * wd, p), g
         return p, g + wd * p
 
     def step(self, closure: Callable | None = None):
@@ -245,6 +253,75 @@ class Optimizer:
     def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> tuple[np.ndarray, dict]:
         """The parameter's new value and state from its value ``p``, gradient ``g``, ``state`` and ``group``."""
         raise NotImplementedError
+
+    # -- functional updates (tg.compile) ---------------------------------------------------------------
+    def functional_state(self) -> list:
+        """Per parameter, in order, its state as arrays (a fresh one where it has none yet); step counts as 0-d
+        int64 arrays, so that a compiled step takes them as values, not as part of its signature.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> opt = tg.optim.Adam([tg.Tensor([1.0], requires_grad=True)])
+        >>> sorted(opt.functional_state()[0])
+        ['exp_avg', 'exp_avg_sq', 'step']
+        """
+        out = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state.get(id(p)) or self._init_state(p.data, group)
+                out.append(
+                    {k: np.array(v, dtype=np.int64) if isinstance(v, int) else _copied(v) for k, v in state.items()}
+                )
+        return out
+
+    def functional_update(self, params, grads, state, **hyper):
+        """``(new params, new state)`` from ``params`` and ``grads`` (sequences, or dicts in the order of this
+        optimizer's parameters, of arrays or tensors) and ``state`` (from :meth:`functional_state`); nothing is
+        changed. ``hyper`` overrides hyperparameters of every group (``lr=...``). Inside ``tg.compile`` every
+        argument is a traced tensor, and this is the optimizer's step of the compiled program.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> opt = tg.optim.SGD([tg.Tensor([1.0], requires_grad=True)], lr=0.5)
+        >>> new, state = opt.functional_update([np.array([1.0])], [np.array([1.0])], opt.functional_state())
+        >>> new
+        [array([0.5])]
+        """
+        keys = list(params) if isinstance(params, dict) else None
+        ps = list(params.values()) if keys is not None else list(params)
+        gs = list(grads.values()) if isinstance(grads, dict) else list(grads)
+        mine = [(p, group) for group in self.param_groups for p in group["params"]]
+        name = type(self).__name__
+        if not (len(ps) == len(gs) == len(state) == len(mine)):
+            raise ValueError(
+                f"{name}.functional_update: {len(ps)} parameters, {len(gs)} gradients and {len(state)} states for "
+                f"an optimizer of {len(mine)} parameters (pass them in the order the optimizer holds them)"
+            )
+        unknown = set(hyper) - set(self.defaults)
+        if unknown:
+            raise TypeError(f"{name}.functional_update: unknown hyperparameter(s) {sorted(unknown)}")
+        new_ps, new_states = [], []
+        for p, g, s, (mp, group) in zip(ps, gs, state, mine):
+            if tuple(p.shape) != mp.shape:
+                raise ValueError(f"{name}.functional_update: a parameter of shape {mp.shape} got one of {p.shape}")
+            g = -g if group.get("maximize", False) else g
+            full = {**group, **hyper}
+            value, new = self._update(p, g, dict(s), full)
+            new_ps.append(value)
+            new_states.append(new)
+        return (dict(zip(keys, new_ps)) if keys is not None else new_ps), new_states
+
+    def load_functional_state(self, state) -> None:
+        """Make ``state`` (as :meth:`functional_update` returns it) this optimizer's own, for ``state_dict()``
+        and eager steps; 0-d integer arrays become counts again."""
+        params = self._params()
+        if len(state) != len(params):
+            raise ValueError(
+                f"{type(self).__name__}.load_functional_state: {len(state)} states for {len(params)} parameters"
+            )
+        for p, s in zip(params, state):
+            self.state[id(p)] = {
+                k: int(v) if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu" else _copied(v)
+                for k, v in s.items()
+            }
 
     # -- checkpoints ------------------------------------------------------------------------------------
     def _params(self) -> list:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._math import like as _like
+from ._math import sqrt as _sqrt
 from .optimizer import Optimizer, _lerp
 
 __all__ = ["RMSprop", "Adagrad", "Adadelta"]
@@ -74,13 +76,13 @@ class RMSprop(Optimizer):
         new = {"step": state["step"] + 1, "square_avg": s}
         if group["centered"]:
             a = new["grad_avg"] = _lerp(state.get("grad_avg", np.zeros_like(p)), g, 1 - alpha)
-            avg = np.sqrt(s - a * a) + eps
+            avg = _sqrt(s - a * a) + eps
         else:
-            avg = np.sqrt(s) + eps
+            avg = _sqrt(s) + eps
         if momentum > 0:
             buf = new["momentum_buffer"] = momentum * state.get("momentum_buffer", np.zeros_like(p)) + g / avg
-            return p - lr * buf, new
-        return p - lr * (g / avg), new
+            return p - _like(lr, p) * buf, new
+        return p - _like(lr, p) * (g / avg), new
 
 
 class Adagrad(Optimizer):
@@ -122,7 +124,7 @@ class Adagrad(Optimizer):
         t = state["step"] + 1
         clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
         s = state["sum"] + g * g
-        return p - clr * (g / (np.sqrt(s) + group["eps"])), {"step": t, "sum": s}
+        return p - _like(clr, p) * (g / (_sqrt(s) + group["eps"])), {"step": t, "sum": s}
 
 
 class Adadelta(Optimizer):
@@ -155,6 +157,6 @@ class Adadelta(Optimizer):
         lr, rho, eps = group["lr"], group["rho"], group["eps"]
         p, g = self._weight_decay(p, g, group)
         s = rho * state["square_avg"] + (1 - rho) * g * g
-        delta = np.sqrt(state["acc_delta"] + eps) / np.sqrt(s + eps) * g
+        delta = _sqrt(state["acc_delta"] + eps) / _sqrt(s + eps) * g
         u = rho * state["acc_delta"] + (1 - rho) * delta * delta
-        return p - lr * delta, {"step": state["step"] + 1, "square_avg": s, "acc_delta": u}
+        return p - _like(lr, p) * delta, {"step": state["step"] + 1, "square_avg": s, "acc_delta": u}

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._math import copy as _copy
+from ._math import like as _like
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -66,9 +68,10 @@ class SGD(Optimizer):
     def _update(self, p: np.ndarray, g: np.ndarray, state: dict, group: dict) -> tuple[np.ndarray, dict]:
         lr, momentum = group["lr"], group["momentum"]
         p, g = self._weight_decay(p, g, group)
+        lr = _like(lr, p)  # a learning rate passed in as a 0-d array meets p as a Python number would
         if momentum == 0:
             return p - lr * g, {}
         buf = state.get("momentum_buffer")
-        buf = g.copy() if buf is None else momentum * buf + (1 - group["dampening"]) * g
+        buf = _copy(g) if buf is None else momentum * buf + (1 - group["dampening"]) * g
         g = g + momentum * buf if group["nesterov"] else buf
         return p - lr * g, {"momentum_buffer": buf}

@@ -1,0 +1,382 @@
+"""``tg.compile``: a function traced once per signature into a program, and replayed as that program.
+
+Contract
+--------
+- **Signature.** The arguments are pytrees (lists, tuples, dicts) of arrays (NumPy's, another backend's,
+  tensors, NumPy scalars) and static leaves (Python numbers, strings, None, any other object). The signature
+  is the structure, each array's type, shape, dtype (and, for NumPy, strides: a transposed argument is another
+  signature, so that every sum adds in the order it did when traced), and each static leaf's value. The first call with a
+  signature runs the function once, traced (its results are that call's results); every later call with the
+  same signature runs the program. A new signature traces again. ``maxsize`` programs are kept (least
+  recently used first out); ``cache_info()`` counts hits, misses and traces.
+- **Inside the function** array arguments are tensors; results come back as arrays (as the transforms
+  return them), static results as they are. Arrays the function reads from elsewhere (globals, closures, a
+  model's attributes) are constants of the program: the same array objects, read as they are at each call;
+  rebinding them is not seen. Python code runs once per trace: a ``print`` prints once, ``bool(t)`` of a
+  traced value is a :class:`~tapegrad.errors.TracingError` naming the line.
+- **Draws** with ``tg.random`` (``nn.Dropout``) are ops: every call draws anew from the same generator.
+- **Donation.** ``donate_argnums`` names positional arguments whose arrays the call may overwrite with the
+  results of the same shape and dtype (matched in order): a training step updates its parameters in place.
+  Use the returned values; a donated array that is not C-contiguous, writeable and apart from every other
+  argument is not overwritten.
+- **Checking.** The second call of each signature also runs the function eagerly and compares (draws
+  replayed from the same generator states); a difference is a TracingError saying what usually causes it.
+  ``check=False`` turns this off.
+- **Transforms and tapes.** Called while a tape differentiates its arguments (inside ``tg.grad``,
+  ``tg.jacobian``, a ``record()`` block with ``requires_grad`` inputs), or while another compiled function is
+  traced, the function runs as Python, so that the tape (or the trace) sees its ops:
+  ``tg.hessian(tg.compile(tg.grad(f)))`` is correct; ``tg.compile(tg.hessian(f))`` compiles the whole.
+- **Memory.** After a call nothing of the trace is alive; a program keeps its planned buffers (an arena, the
+  plan's peak) and its constants (``Program.kept_bytes``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
+from ..backend import memory_root, to_numpy
+from ..core import keep_pending
+from ..errors import TracingError
+from ..tape import record
+from ..tensor import Tensor
+from .codegen import Program, generate
+from .graph import Const, Value
+from .passes import (
+    accumulate_scatters,
+    common_subexpressions,
+    dead_code,
+    donation_edges,
+    fuse_updates,
+    schedule,
+    simplify,
+)
+from .plan import frees, plan
+from .trace import trace
+from .tree import DYNAMIC, flatten, unflatten
+
+__all__ = ["compile", "Compiled", "CacheInfo"]
+
+CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
+BUFFERS = {"arena": None, "fresh": 0, "auto": 64 * 1024}  # the largest value a planned buffer holds (None: any)
+
+
+def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto"):  # noqa: A001
+    """Compile ``fn`` into a program per signature (see the module docstring); usable as a decorator.
+
+    ``buffers`` says where the values a program computes live. ``"arena"``: in planned buffers the program
+    keeps between calls (nothing is allocated per call; the arena's size is the plan's peak). ``"fresh"``:
+    each call allocates them and frees each one after its last read, keeping nothing between calls.
+    ``"auto"`` (the default): values under 64 KiB in the arena, where allocating would cost as much as the op,
+    larger ones fresh, so that a program returning large results (gradients) holds no arena beside them.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> step = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).mean()))
+    >>> value, grad = step(np.ones(2), np.array([[1.0, 2.0]]))
+    >>> value, grad
+    (array(9.), array([ 6., 12.]))
+    >>> step(np.zeros(2), np.array([[1.0, 2.0]]))[0]   # the same signature: the program runs
+    array(0.)
+    >>> step.cache_info()
+    CacheInfo(hits=1, misses=1, maxsize=64, currsize=1)
+    """
+    if fn is None:
+        return functools.partial(compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers)
+    if buffers not in BUFFERS:
+        raise ValueError(f"tg.compile: buffers must be one of {sorted(BUFFERS)}, got {buffers!r}")
+    if not callable(fn):
+        raise TypeError(f"tg.compile takes a function, got {type(fn).__name__}")
+    if isinstance(donate_argnums, int):
+        donate_argnums = (donate_argnums,)
+    if maxsize < 1:
+        raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
+    return Compiled(fn, tuple(donate_argnums), maxsize, check, BUFFERS[buffers])
+
+
+class _Entry:
+    __slots__ = ("program", "out_spec", "checked", "generators")
+
+    def __init__(self, program, out_spec, checked, generators):
+        self.program = program
+        self.out_spec = out_spec
+        self.checked = checked
+        self.generators = generators
+
+
+class Compiled:
+    """A compiled function: call it as ``fn``. ``cache_info()``, ``programs``, ``source`` and ``explain()``
+    show what it compiled."""
+
+    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None):
+        self.fn = fn
+        self.arena_limit = arena_limit
+        self.donate_argnums = donate_argnums
+        self.maxsize = maxsize
+        self.check = check
+        self._cache: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = self._misses = 0
+        self._last = None
+        functools.update_wrapper(self, fn)
+
+    # -- calling ---------------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if TRACING.n and TRACER.get() is not None:  # inside another trace: its ops are that program's
+            return self.fn(*args, **kwargs)
+        leaves, spec = flatten((args, kwargs))
+        if ACTIVE.get() and any(_differentiated(x) for x in leaves):  # a tape differentiates the arguments
+            return self.fn(*args, **kwargs)
+        arrays = [
+            x._data if isinstance(x, Tensor) else (np.asarray(x) if isinstance(x, np.generic) else x) for x in leaves
+        ]
+        donated = self._donatable(args, arrays) if self.donate_argnums else ()
+        # NumPy arrays' strides too: the program's buffers follow the traced layouts, which set the order of sums
+        key = (spec, tuple([(a.__class__, a.shape, a.dtype, getattr(a, "strides", None)) for a in arrays]), donated)
+        entry = self._cache.get(key)
+        if entry is None:
+            return self._trace(key, spec, arrays, donated)
+        with self._lock:
+            self._hits += 1
+            self._cache.move_to_end(key)
+        self._last = entry
+        if not entry.checked:
+            return self._checked_call(entry, spec, arrays)
+        return unflatten(entry.out_spec, entry.program(arrays))
+
+    def _donatable(self, args, arrays):
+        """Per array leaf, whether the call may overwrite it: in a donated argument, a C-contiguous writeable
+        NumPy array sharing memory with no other argument."""
+        counts = []
+        for i, a in enumerate(args):
+            counts.append((i, len(flatten(a)[0])))
+        flags, k = [], 0
+        roots: dict = {}
+        for a in arrays:
+            root = id(memory_root(a))
+            roots[root] = roots.get(root, 0) + 1
+        for i, n in counts:
+            for a in arrays[k : k + n]:
+                ok = (
+                    i in self.donate_argnums
+                    and a.__class__ is np.ndarray
+                    and a.flags.c_contiguous
+                    and a.flags.writeable
+                    and a.flags.aligned
+                    and a.ndim >= 1
+                    and roots[id(memory_root(a))] == 1
+                )
+                flags.append(ok)
+            k += n
+        flags.extend([False] * (len(arrays) - len(flags)))  # keyword arguments are never donated
+        return tuple(flags)
+
+    def _trace(self, key, spec, arrays, donated):
+        t0 = time.perf_counter()
+        graph, out_spec, first = trace(self.fn, arrays, spec)
+        t1 = time.perf_counter()
+        names = _leaf_names(self.fn, spec)
+        program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names)
+        program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
+        generators = [
+            c.value
+            for n in graph.nodes
+            if n.random
+            for c in _consts(n.params)
+            if isinstance(c.value, np.random.Generator)
+        ]
+        entry = _Entry(program, out_spec, not self.check, generators)
+        with self._lock:
+            self._misses += 1
+            self._cache[key] = entry
+            while len(self._cache) > self.maxsize:
+                self._cache.popitem(last=False)
+        self._last = entry
+        results = []
+        overwritten = {
+            id(o): v
+            for v in graph.inputs
+            for o in [program.plan.donated.get(id(v))]
+            if o is not None and o.node is not None and program.plan.inplace.get(id(o.node)) is v
+        }
+        for o, r in zip(graph.outputs, first):
+            if isinstance(o, Const) and isinstance(r, np.ndarray):
+                r = r.copy()  # as the program returns it: the constant itself stays the program's
+            elif id(o) in overwritten:  # as the program will: the new value in the donated array
+                target = arrays[overwritten[id(o)].input_index]
+                np.copyto(target, r)
+                mark_modified(target)
+                r = target
+            results.append(r)
+        return unflatten(out_spec, results)
+
+    def _checked_call(self, entry, spec, arrays):
+        """The first run of a program: the function also runs eagerly, and both must agree."""
+        entry.checked = True
+        states = [g.bit_generator.state for g in entry.generators]
+        call_args, call_kwargs = unflatten(spec, [Tensor._wrap(a) for a in arrays])
+        with keep_pending():  # as the trace ran it: under a tape, so the transforms' replays are recorded
+            tape = record()
+            try:
+                with tape:
+                    expected, _ = flatten(self.fn(*call_args, **call_kwargs))
+            finally:
+                tape.release()
+        for g, s in zip(entry.generators, states):
+            g.bit_generator.state = s
+        got = entry.program(arrays)
+        for j, (e, g) in enumerate(zip(expected, got)):
+            e = e._data if isinstance(e, Tensor) else e
+            if not _close(e, g):
+                raise TracingError(
+                    f"{getattr(self.fn, '__name__', 'the function')}: compiled and eager results differ at output "
+                    f"{j} (shape {np.shape(g)}). The program computed something from values fixed at trace time: "
+                    "most often NumPy called on a traced value's array (np.where(t.data > 0, ...), a value read "
+                    "through x._data), or a global or closure array rebound between calls. Compute it with "
+                    "tapegrad ops, or pass it as an argument (tg.compile(fn, check=False) skips this check)"
+                )
+        return unflatten(entry.out_spec, got)
+
+    # -- what it compiled ------------------------------------------------------------------------------
+    def cache_info(self) -> CacheInfo:
+        """Hits (calls that ran a program), misses (traces) and the cache's size, as functools' caches give."""
+        return CacheInfo(self._hits, self._misses, self.maxsize, len(self._cache))
+
+    @property
+    def trace_count(self) -> int:
+        """How many times the function was traced (each new signature once, again after eviction)."""
+        return self._misses
+
+    @property
+    def programs(self) -> list:
+        """The cached programs, least recently used first."""
+        return [e.program for e in self._cache.values()]
+
+    @property
+    def program(self) -> Program:
+        """The program the last call used (call the function once first)."""
+        if self._last is None:
+            raise TracingError("no program yet: a compiled function is traced by its first call; call it once")
+        return self._last.program
+
+    @property
+    def source(self) -> str:
+        """The generated source of the program the last call used (call the function once first)."""
+        if self._last is None:
+            raise TracingError("no program yet: a compiled function is traced by its first call; call it once")
+        return self._last.program.source
+
+    def explain(self) -> str:
+        """The last call's program: what it keeps between calls, then its source."""
+        if self._last is None:
+            raise TracingError("no program yet: a compiled function is traced by its first call; call it once")
+        return self._last.program.explain()
+
+    def clear_cache(self) -> None:
+        """Forget every program (the next call traces again)."""
+        with self._lock:
+            self._cache.clear()
+            self._last = None
+
+    def __repr__(self) -> str:
+        return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
+
+
+def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:
+    """Optimise, schedule, plan and generate the program of ``graph``."""
+    traced = len(graph.nodes)
+    simplify(graph)
+    common_subexpressions(graph)
+    dead_code(graph)
+    kernels: dict = {}
+    matched = _match_donations(graph, donated)
+    schedule(graph, frees(kernels), donation_edges(graph, matched))
+    fuse_updates(graph, matched)
+    accumulate_scatters(graph)
+    p = plan(graph, arena_limit=arena_limit, donated=matched)
+    copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
+    source, namespace = generate(graph, p, copies, input_names)
+    return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})
+
+
+def _leaf_names(fn, spec) -> list:
+    """What each array argument is, as source: ``params['W']``, ``X``, ``state[0]['step']`` (the function's
+    parameter names where it has a signature)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out: list = []
+    args_spec, kwargs_spec = spec[2]
+
+    def walk(node, path):
+        if node is DYNAMIC:
+            out.append(path)
+        elif isinstance(node, tuple) and len(node) == 3 and isinstance(node[0], type):
+            kind, keys, children = node
+            for k, child in enumerate(children):
+                walk(child, f"{path}[{keys[k]!r}]" if keys is not None else f"{path}[{k}]")
+
+    for i, child in enumerate(args_spec[2]):
+        walk(child, names[i] if i < len(names) and not _is_varargs(fn, i) else f"args[{i}]")
+    for key, child in zip(kwargs_spec[1], kwargs_spec[2]):
+        walk(child, key)
+    return out
+
+
+def _is_varargs(fn, i) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params[: i + 1])
+
+
+def _match_donations(graph, donated) -> dict:
+    """id(donated input value) -> the output value (same shape, dtype and type; in order) written over it."""
+    free = [v for v, ok in zip(graph.inputs, donated) if ok]
+    matched: dict = {}
+    taken: set = set()
+    for o in graph.outputs:
+        if not isinstance(o, Value) or o.node is None or id(o) in taken:
+            continue
+        for v in free:
+            if id(v) not in matched and v.shape == o.shape and v.dtype == o.dtype and v.kind is o.kind:
+                matched[id(v)] = o
+                taken.add(id(o))
+                break
+    return matched
+
+
+def _consts(obj):
+    if isinstance(obj, Const):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _consts(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _consts(x)
+
+
+def _differentiated(x) -> bool:
+    if not isinstance(x, Tensor):
+        return False
+    return x._node is not None or x.requires_grad or id(x) in WATCHED.get()
+
+
+def _close(expected, got) -> bool:
+    e = np.asarray(to_numpy(expected) if not isinstance(expected, (np.ndarray, np.generic, int, float)) else expected)
+    g = np.asarray(to_numpy(got) if not isinstance(got, (np.ndarray, np.generic, int, float)) else got)
+    if e.shape != g.shape:
+        return False
+    if e.dtype.kind not in "fc":
+        return bool(np.array_equal(e, g))
+    rtol = 1e-4 if e.dtype.itemsize * (2 if e.dtype.kind == "f" else 1) <= 8 else 1e-7
+    scale = float(np.max(np.abs(e[np.isfinite(e)]), initial=0.0)) if e.size else 0.0
+    return bool(np.allclose(g, e, rtol=rtol, atol=rtol * scale, equal_nan=True))

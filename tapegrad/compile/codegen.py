@@ -1,0 +1,266 @@
+"""The program: Python source generated from the planned graph, ``exec``'d once into a function.
+
+The function takes the arrays of the arguments and the planned buffers and returns the output arrays; its
+body is one line per node (``v12 = matmul(x0, x1, b0)``), each commented with the op, the value's dtype and
+shape, and the user's line it came from (for a rule, the forward op it differentiates and that op's line),
+then ``del`` statements where values die. Nothing on this path is a Tensor, and nothing is looked up at run
+time but the program's own globals.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from .._state import mark_modified
+from .graph import Const, Value
+from .kernels import gemm_update, masked
+from .trace import where
+
+__all__ = ["Program", "generate"]
+
+
+class _Names:
+    """Short, unique global names for the callables and constants the source refers to."""
+
+    def __init__(self):
+        self.globals: dict = {"asarray": np.asarray, "mark_modified": mark_modified}
+        self.by_id: dict = {}
+
+    def name(self, obj, hint) -> str:
+        key = id(obj)
+        found = self.by_id.get(key)
+        if found is not None:
+            return found
+        base = "".join(ch if ch.isalnum() else "_" for ch in hint).strip("_") or "f"
+        if base[0].isdigit():
+            base = "f_" + base
+        name, k = base, 1
+        while name in self.globals:
+            k += 1
+            name = f"{base}{k}"
+        self.globals[name] = obj
+        self.by_id[key] = name
+        return name
+
+
+def _callable_hint(fn, op_name) -> str:
+    if getattr(fn, "__self__", None) is np.add and getattr(fn, "__name__", "") == "reduce":
+        return "add_reduce"
+    if fn is masked:
+        return "masked"
+    if fn is gemm_update:
+        return "gemm_update"
+    if isinstance(fn, np.ufunc):
+        return fn.__name__
+    return op_name
+
+
+class Source:
+    """Turns arguments (values, constants, literals) into source text."""
+
+    def __init__(self, names, value_names):
+        self.names = names
+        self.value_names = value_names
+
+    def __call__(self, obj) -> str:
+        if isinstance(obj, Value):
+            return self.value_names[id(obj)]
+        if isinstance(obj, Const):
+            if obj.name is None:
+                obj.name = self.names.name(obj.value, "k")
+            return obj.name
+        if obj is None or obj is Ellipsis or isinstance(obj, (bool, str)):
+            return repr(obj) if obj is not Ellipsis else "..."
+        if isinstance(obj, int):
+            return repr(obj)
+        if isinstance(obj, (float, complex)):
+            if isinstance(obj, float) and not math.isfinite(obj):
+                return self.names.name(obj, "k")
+            if isinstance(obj, complex) and not (math.isfinite(obj.real) and math.isfinite(obj.imag)):
+                return self.names.name(obj, "k")
+            return repr(obj)
+        if isinstance(obj, tuple):
+            inner = ", ".join(self(x) for x in obj)
+            return f"({inner},)" if len(obj) == 1 else f"({inner})"
+        if isinstance(obj, list):
+            return "[" + ", ".join(self(x) for x in obj) + "]"
+        if isinstance(obj, dict):
+            return "{" + ", ".join(f"{k!r}: {self(x)}" for k, x in obj.items()) + "}"
+        if isinstance(obj, slice):
+            return f"slice({self(obj.start)}, {self(obj.stop)}, {self(obj.step)})"
+        return self.names.name(obj, "k")
+
+
+def _call(k, node, src, names, out_name):
+    """One node's call, as source."""
+    args = ", ".join(src(a) for a in k.args[1:]) if (k.method or k.form) else ", ".join(src(a) for a in k.args)
+    if k.form == "getitem":
+        return f"{src(k.args[0])}[{src(k.args[1])}]"
+    if k.method:
+        return f"{src(k.args[0])}.{k.method}({args})"
+    fn = names.name(k.fn, _callable_hint(k.fn, node.name))
+    parts = [args] if args else []
+    if out_name is not None and k.out_style == "pos":
+        parts.append(out_name)
+    for key, value in k.kwargs.items():
+        parts.append(f"{key}={src(value)}")
+    if out_name is not None and k.out_style == "kw":
+        parts.append(f"out={out_name}")
+    return f"{fn}({', '.join(parts)})"
+
+
+def _comment(node) -> str:
+    op = node.name if node.grad_of is None else f"{node.name} (grad of {node.grad_of.name})"
+    if node.meta:
+        op += f" ({node.meta})"
+    line = node.line if node.grad_of is None else node.grad_of.line
+    return f"{op} -> {node.out.describe()}", where(line)
+
+
+def generate(graph, plan, outputs_copy, input_names=()):
+    """The program's source and its globals. ``outputs_copy``: output positions that are constants, returned
+    as copies (a caller may change what it gets; the program's constant must stay as it is); ``input_names``:
+    what each input is in the function's arguments (``params['W']``), for the source's first comments."""
+    names = _Names()
+    value_names: dict = {}
+    for v in graph.inputs:
+        value_names[id(v)] = f"x{v.input_index}"
+    for n in graph.nodes:
+        value_names[id(n.out)] = f"v{n.out.index}"
+    src = Source(names, value_names)
+    lines = []
+    comments = []
+    for i, n in enumerate(graph.nodes):
+        k = plan.kernels[id(n)]
+        target = plan.inplace.get(id(n))
+        buf = plan.buffer.get(id(n))
+        out_name = value_names[id(target)] if target is not None else (buf.name if buf is not None else None)
+        if k.out_style is None:
+            out_name = None
+        code = f"{value_names[id(n.out)]} = {_call(k, n, src, names, out_name)}"
+        what, line = _comment(n)
+        lines.append(code)
+        comments.append((what, line))
+        dead = plan.free_after.get(i)
+        if dead:
+            lines.append("del " + ", ".join(value_names[id(v)] for v in dead))
+            comments.append(None)
+    results = []
+    for j, o in enumerate(graph.outputs):
+        if isinstance(o, Value):
+            text = value_names[id(o)]
+            if len(o.shape) == 0 and o.numpy:
+                text = f"asarray({text})"
+        else:
+            text = src(o)
+            if j in outputs_copy:
+                text = f"{text}.copy()"
+        results.append(text)
+    for v in graph.inputs:
+        out = plan.donated.get(id(v))
+        if out is not None and out.node is not None and plan.inplace.get(id(out.node)) is v:
+            lines.append(f"mark_modified(x{v.input_index})")
+            comments.append(("a donated argument now holds its new value: tapes that saved it refuse to replay", ""))
+    head = ["def program(inputs, buffers):"]
+    for v, name in zip(graph.inputs, input_names):
+        head.append(f"    # x{v.input_index}: {name}  {v.describe()}")
+    if graph.inputs:
+        head += _unpack([f"x{v.input_index}" for v in graph.inputs], "inputs")
+    if plan.buffers:
+        head += _unpack([b.name for b in plan.buffers], "buffers")
+    width = min(max([len(c) for c, note in zip(lines, comments) if note is not None] + [0]), 60)
+    body = []
+    for code, note in zip(lines, comments):
+        if note is None:
+            body += _wrap(code.split(" ", 1)[0], code.split(" ", 1)[1].split(", "), "")
+        else:
+            what, line = note
+            body.append(f"    {code.ljust(width)}  # {what}" + (f"  | {line}" if line else ""))
+    tail = "    return (" + "".join(f"{r}, " for r in results) + ")"
+    source = "\n".join(head + body + [tail]) + "\n"
+    return source, names.globals
+
+
+def _unpack(names, what):
+    if len(names) == 1:
+        return [f"    {names[0]}, = {what}"]
+    if len(", ".join(names)) <= 100:
+        return [f"    {', '.join(names)} = {what}"]
+    return _wrap("(", names, f") = {what}")
+
+
+def _wrap(first, names, last, width=100):
+    """``first name, name, ... last`` over lines of at most ``width`` characters."""
+    lines, cur = [], "    " + first + (" " if first != "(" else "")
+    for k, n in enumerate(names):
+        piece = n + (", " if k < len(names) - 1 else "")
+        if len(cur) + len(piece) > width and cur.strip() not in ("(", first):
+            lines.append(cur.rstrip())
+            cur = "     " if first == "(" else "        "
+        cur += piece
+    lines.append(cur.rstrip() + last)
+    if first != "(" and len(lines) > 1:  # a statement over several lines: continue them with backslashes
+        lines = [ln + " \\" for ln in lines[:-1]] + lines[-1:]
+    return lines
+
+
+class Program:
+    """One compiled signature: the generated function, its arena and what it keeps between calls.
+
+    ``source`` is the generated code; ``arena_bytes`` the planned buffers' size; ``const_bytes`` the arrays it
+    holds as constants. Calls are serialised per program by a lock; a call that finds the lock taken (another
+    thread, or a call from inside the program) runs on buffers of its own.
+    """
+
+    def __init__(self, graph, plan, source, namespace, info):
+        self.graph = graph
+        self.plan = plan
+        self.source = source
+        self.info = info
+        code = compile(source, f"<tapegrad.compile {info.get('name', 'program')}>", "exec")
+        exec(code, namespace)  # noqa: S102  (the source is generated above from the traced graph)
+        self._fn = namespace["program"]
+        self.arena_bytes = plan.arena_bytes
+        self._lock = threading.Lock()
+        self._buffers = self._make_buffers()
+        self.const_bytes = sum(int(getattr(v, "nbytes", 0)) for k, v in namespace.items() if isinstance(v, np.ndarray))
+
+    def _make_buffers(self):
+        arena = np.empty(self.plan.arena_bytes, dtype=np.uint8)
+        out = []
+        for b in self.plan.buffers:
+            v = b.root
+            n = v.nbytes
+            out.append(arena[b.offset : b.offset + n].view(v.dtype).reshape(v.shape))
+        return tuple(out)
+
+    def explain(self) -> str:
+        """What the program keeps between calls and how its values are placed, then its source."""
+        p = self.plan
+        n_inplace = len(p.inplace)
+        lines = [
+            f"program {self.info.get('name', '')}: {len(self.graph.inputs)} inputs, {len(self.graph.nodes)} calls, "
+            f"{len(self.graph.outputs)} outputs",
+            f"  planned buffers: {len(p.buffers)} values in an arena of {self.arena_bytes:,} bytes (kept between calls)",
+            f"  written in place over a dying input: {n_inplace} values",
+            f"  constants held: {self.const_bytes:,} bytes of arrays",
+            "",
+            self.source,
+        ]
+        return "\n".join(lines)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes the program keeps between calls: its arena and its constant arrays."""
+        return self.arena_bytes + self.const_bytes
+
+    def __call__(self, arrays):
+        if self._lock.acquire(blocking=False):
+            try:
+                return self._fn(arrays, self._buffers)
+            finally:
+                self._lock.release()
+        return self._fn(arrays, self._make_buffers())

@@ -1,0 +1,251 @@
+"""The memory plan: which buffer each value lives in, and when each dies.
+
+From the scheduled nodes and each value's last read:
+
+- **In place.** An elementwise NumPy node writes its output over an input of the same shape and dtype when
+  that input (and every view of it) is read for the last time by this node and the program allocated it
+  (never an argument or a constant, unless the argument was donated).
+- **Planned buffers.** Every other value a NumPy node computes into a new array (ufuncs, ``matmul``, sums),
+  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte array the program keeps between calls,
+  into which such values are written with ``out=``. Regions are assigned by liveness (greedy by size), so two
+  values share memory when their lifetimes do not overlap; the arena's size is the plan's peak.
+- **Freed.** A value the program allocates any other way (an op without ``out=``, another library) is
+  deleted right after its last read.
+
+Values that may share memory with another (views: reshape, transpose, indexing, and any op not known to
+return a new array) live and die together with it: an *alias class*, freed or overwritten only when all of
+its members are dead.
+"""
+
+from __future__ import annotations
+
+from .graph import Value
+from .kernels import kernel_of
+
+__all__ = ["Plan", "plan", "frees"]
+
+ALIGN = 64
+NEVER = 1 << 60  # the last read of an output: after the program
+
+
+class Buffer:
+    """Memory a node's output needs: planned in the arena, or allocated by the call itself."""
+
+    __slots__ = ("root", "size", "start", "cls", "offset", "name")
+
+    def __init__(self, root, start):
+        self.root = root
+        self.size = -(-root.nbytes // ALIGN) * ALIGN
+        self.start = start
+        self.cls = None
+        self.offset = None  # set when planned in the arena
+        self.name = None
+
+
+class AliasClass:
+    """Values that may share memory: they are all alive until the last of them is read."""
+
+    __slots__ = ("members", "buffers", "foreign", "end")
+
+    def __init__(self):
+        self.members: list = []
+        self.buffers: list = []  # buffers the program allocated
+        self.foreign = False  # holds memory the program does not own: an argument or a constant
+        self.end = -1
+
+
+class Plan:
+    """What :func:`plan` decided: per node its kernel, in-place input and buffer; per position the values to
+    delete after it; the arena's size."""
+
+    def __init__(self):
+        self.kernels: dict = {}  # id(node) -> Kernel
+        self.inplace: dict = {}  # id(node) -> the input value its output overwrites
+        self.buffer: dict = {}  # id(node) -> Buffer in the arena
+        self.free_after: dict = {}  # position -> [values to delete]
+        self.arena_bytes = 0
+        self.buffers: list = []  # arena buffers, in order of their names
+        self.donated: dict = {}  # id(input value) -> the output value written over it
+
+
+def last_reads(nodes, outputs) -> dict:
+    """id(value) -> position of its last read (``NEVER`` for an output)."""
+    last: dict = {}
+    for i, n in enumerate(nodes):
+        for v in n.inputs():
+            last[id(v)] = i
+    for o in outputs:
+        if isinstance(o, Value):
+            last[id(o)] = NEVER
+    return last
+
+
+def frees(kernels):
+    """The scheduler's test: does running ``node`` now free more memory than it takes?"""
+
+    def test(node, remaining):
+        k = kernels.get(id(node))
+        if k is None:
+            k = kernels[id(node)] = kernel_of(node)
+        freed = 0
+        dying_same = False
+        for v in node.inputs():
+            if remaining.get(id(v), 0) == 1 and v.node is not None and kernels_fresh(kernels, v.node):
+                freed += v.nbytes
+                if v.shape == node.out.shape and v.dtype == node.out.dtype:
+                    dying_same = True
+        taken = 0 if not k.fresh or (k.elementwise and dying_same) else node.out.nbytes
+        return freed > taken
+
+    return test
+
+
+def kernels_fresh(kernels, node) -> bool:
+    k = kernels.get(id(node))
+    if k is None:
+        k = kernels[id(node)] = kernel_of(node)
+    return k.fresh
+
+
+def plan(graph, arena_limit=None, donated=None) -> Plan:
+    """Plan ``graph`` (already scheduled): see the module docstring. ``arena_limit``: the largest value (in
+    bytes) given a planned buffer (None: any; 0: none). ``donated`` maps id(input value) to the output value
+    that may be written over it (the new value of a donated argument)."""
+    p = Plan()
+    p.donated = donated or {}
+    nodes = graph.nodes
+    last = last_reads(nodes, graph.outputs)
+    cls_of: dict = {}
+
+    def new_class(v, foreign, at):
+        c = AliasClass()
+        c.members.append(v)
+        c.foreign = foreign
+        c.end = max(at, last.get(id(v), -1))
+        cls_of[id(v)] = c
+        return c
+
+    for v in graph.inputs:
+        new_class(v, foreign=id(v) not in p.donated, at=-1)
+    for i, n in enumerate(nodes):
+        k = p.kernels[id(n)] = kernel_of(n)
+        out = n.out
+        target = None
+        if k.writes is not None:  # a fused update writes over its donated argument
+            target = k.args[k.writes]
+            c = cls_of[id(target)]
+            mine = target.input_index is None or p.donated.get(id(target)) is out
+            if c.foreign or c.end != i or not mine:
+                raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
+        elif k.fresh and k.elementwise:
+            target = _inplace_target(p, k, out, cls_of, i)
+        if target is not None:
+            c = cls_of[id(target)]
+            c.members.append(out)
+            cls_of[id(out)] = c
+            c.end = max(c.end, i, last.get(id(out), -1))
+            p.inplace[id(n)] = target
+            continue
+        if k.fresh:
+            c = new_class(out, foreign=False, at=i)
+            small = arena_limit is None or out.nbytes <= arena_limit
+            # a planned buffer is C-ordered: only where the op made a C-ordered array too (layouts set the order
+            # reductions sum in, so their rounding)
+            if small and k.out_style and out.numpy and len(out.shape) >= 1 and out.nbytes and out.c_contiguous:
+                b = Buffer(out, i)
+                b.cls = c
+                c.buffers.append(b)
+                p.buffer[id(n)] = b
+            continue
+        # may share memory with any of its array arguments (never with a parameter: an index array), so one class
+        # with all of theirs
+        classes = []
+        for a in n.args:
+            if not isinstance(a, Value):
+                continue
+            c = cls_of[id(a)]
+            if c not in classes:
+                classes.append(c)
+        if not classes:
+            new_class(out, foreign=False, at=i)
+            continue
+        c = classes[0]
+        for other in classes[1:]:
+            c.members.extend(other.members)
+            c.buffers.extend(other.buffers)
+            c.foreign = c.foreign or other.foreign
+            c.end = max(c.end, other.end)
+            for m in other.members:
+                cls_of[id(m)] = c
+            for b in other.buffers:
+                b.cls = c
+        c.members.append(out)
+        cls_of[id(out)] = c
+        c.end = max(c.end, i, last.get(id(out), -1))
+    # values that leave the program are the call's own allocations, never the arena's
+    for key, b in list(p.buffer.items()):
+        if b.cls.end >= NEVER:
+            del p.buffer[key]
+    _pack(p, list(p.buffer.values()))
+    # names of values the program computed are deleted after their class's last read
+    seen = set()
+    for c in cls_of.values():
+        if id(c) in seen or c.end >= NEVER:
+            continue
+        seen.add(id(c))
+        names = [m for m in c.members if m.node is not None]
+        if names and any(_holds_memory(p, m) for m in names):
+            p.free_after.setdefault(c.end, []).extend(names)
+    return p
+
+
+_VIEWS = frozenset(("transpose", "view"))  # methods that always return a view, never a copy
+
+
+def _holds_memory(p, m) -> bool:
+    """Whether value ``m`` may hold memory of its own that the program allocated outside the arena."""
+    node = m.node
+    k = p.kernels[id(node)]
+    if k.fresh:
+        return id(node) not in p.buffer and id(node) not in p.inplace
+    return k.method not in _VIEWS
+
+
+def _inplace_target(p, k, out, cls_of, i):
+    """The input an elementwise node may overwrite: same shape and dtype, a whole array the program made (or
+    a donated argument), read for the last time here together with everything sharing its memory."""
+    if not (out.numpy and len(out.shape) >= 1):
+        return None
+    for a in k.args:
+        if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype and a.strides == out.strides):
+            continue  # the same layout too: the op would have made its output so
+        c = cls_of[id(a)]
+        if c.foreign or c.end != i:
+            continue
+        if a.input_index is not None:
+            if p.donated.get(id(a)) is out:  # a donated argument takes its own new value only
+                return a
+        elif p.kernels[id(a.node)].fresh:
+            return a
+    return None
+
+
+def _pack(p, buffers) -> None:
+    """Offsets in one arena, greedy by size: each buffer at the lowest offset free for its whole lifetime."""
+    placed: list = []
+    total = 0
+    for b in sorted(buffers, key=lambda b: (-b.size, b.start)):
+        b_end = b.cls.end
+        busy = sorted((q.offset, q.offset + q.size) for q in placed if q.start <= b_end and b.start <= q.cls.end)
+        offset = 0
+        for lo, hi in busy:
+            if offset + b.size <= lo:
+                break
+            offset = max(offset, hi)
+        b.offset = offset
+        placed.append(b)
+        total = max(total, offset + b.size)
+    p.arena_bytes = total
+    p.buffers = sorted(placed, key=lambda b: b.start)
+    for k, b in enumerate(p.buffers):
+        b.name = f"b{k}"

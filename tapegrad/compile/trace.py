@@ -1,0 +1,246 @@
+"""Tracing: run the function once on its arguments and record every op as a node of a :class:`Graph`.
+
+The tracer is installed in the context's ``TRACER`` slot (:mod:`tapegrad._state`) and a tape records while
+the function runs, so the transforms inside it (``tg.grad``, ``tg.value_and_grad``, ``tg.jacobian``) run their
+rules on a recorded replay, as ``create_graph`` does: the rules' ops reach the tracer too, and the graph holds
+the forward and the backward pass. Values are identified by their array object: an argument of an op whose
+array the tracer produced is a value of the graph; any other array is a constant, held by the program
+(arrays read from outside the function, and everything computed from constants only, which is therefore
+folded at trace time). Shapes, broadcasting and what the rules read of ``x.shape`` are Python values at
+trace time, so the sums that undo broadcasting and every shape in the program are fixed here.
+
+What a program cannot replay is refused, naming the user's line: Python reading a traced value
+(``concrete``), an in-place change of one (``modified``), a boolean mask of traced values as an index (its
+result's shape depends on the values).
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+
+import numpy as np
+
+from .._state import TRACER, TRACING, tracer
+from ..backend import NUMPY, common_backend, memory_root, nbytes
+from ..core import keep_pending
+from ..core.replay import replay as _replay
+from ..errors import TracingError, user_frame
+from ..random import RANDOM_OPS
+from ..tape import record
+from ..tensor import Tensor
+from .graph import Const, Graph, Node, Value, walk
+from .tree import flatten, unflatten
+
+__all__ = ["Tracer", "trace", "where", "is_traced"]
+
+_LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
+_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # as core.record's
+_REPLAY_CODE = _replay.__code__
+_lock = threading.Lock()
+
+
+def where(line) -> str:
+    """``file:line  source`` of a node's line, for comments and errors."""
+    if line is None:
+        return "?"
+    filename, lineno = line
+    text = linecache.getline(filename, lineno).strip()
+    short = filename.rsplit("/", 1)[-1]
+    return f"{short}:{lineno}" + (f"  {text}" if text else "")
+
+
+class Tracer:
+    """Records the ops of one call; see the module docstring. ``op``, ``replaying``, ``concrete`` and
+    ``modified`` are what the core calls (:mod:`tapegrad._state`)."""
+
+    def __init__(self):
+        self.values: dict = {}  # id(array) -> Value
+        self.inputs: list = []
+        self.nodes: list = []
+        self.consts: dict = {}  # id(object) -> Const
+        self.keep: list = []  # every array and object named above, alive while tracing (ids stay unique)
+        self.roots: set = set()  # id(memory root) of every traced array: in-place changes are refused
+        self.forward_of: dict = {}  # id(tape node) -> (tape node, graph node): which op a rule differentiates
+        self.current = None  # the graph node whose rules a recorded replay is running
+
+    # -- the graph ----------------------------------------------------------------------------------
+    def _new_value(self, array, node=None, input_index=None) -> Value:
+        strides = array.strides if isinstance(array, np.ndarray) else None
+        v = Value(len(self.values), array.shape, array.dtype, type(array), node, input_index, nbytes(array), strides)
+        self.values[id(array)] = v
+        self.keep.append(array)
+        root = memory_root(array)
+        self.keep.append(root)
+        self.roots.add(id(root))
+        return v
+
+    def input(self, array) -> Tensor:
+        """A traced argument: a new array object on the caller's memory (so two arguments passed the same
+        array stay two values), wrapped as a tensor for the function."""
+        view = array.view() if isinstance(array, np.ndarray) else array[...]
+        v = self._new_value(view, input_index=len(self.inputs))
+        self.inputs.append(v)
+        return Tensor._wrap(view)
+
+    def const(self, obj) -> Const:
+        c = self.consts.get(id(obj))
+        if c is None:
+            c = self.consts[id(obj)] = Const(obj)
+            self.keep.append(obj)
+        return c
+
+    def _arg(self, a):
+        if a.__class__ in _LITERALS:
+            return a
+        v = self.values.get(id(a))
+        if v is not None:
+            return v
+        return self.const(a)
+
+    def _param(self, p):
+        if p.__class__ in _LITERALS:
+            return p
+        if isinstance(p, tuple) and not hasattr(p, "_fields"):
+            return tuple(self._param(x) for x in p)
+        if isinstance(p, list):
+            return [self._param(x) for x in p]
+        if isinstance(p, dict):
+            return {k: self._param(x) for k, x in p.items()}
+        if isinstance(p, slice):
+            return slice(self._param(p.start), self._param(p.stop), self._param(p.step))
+        v = self.values.get(id(p))
+        return v if v is not None else self.const(p)
+
+    # -- what the core calls ------------------------------------------------------------------------
+    def op(self, op, datas, params, out) -> None:
+        array = out._data
+        if id(array) in self.values:  # the op returned a value itself (a squeeze with nothing to squeeze)
+            return
+        args = tuple(self._arg(d) for d in datas)
+        prm = {k: self._param(p) for k, p in params.items()} if params else {}
+        random = op in RANDOM_OPS
+        if not (random or any(isinstance(a, Value) for a in args) or any(True for _ in walk(prm))):
+            return  # computed from constants only: a constant of the program, folded here
+        line, in_rule = _user_line()
+        for v in walk(prm):
+            if _is_bool(v.dtype):
+                raise TracingError(
+                    f"{op.name}: indexing with a traced boolean mask at {where(line)}: the result's shape depends "
+                    "on the values, which a compiled program cannot allow; select with tg.where(mask, x, 0) "
+                    "(same shape), or index with integer arrays"
+                )
+        node = Node(op, op.name, _forward(op, datas), args, prm, None, line, self.current if in_rule else None, random)
+        node.order = len(self.nodes)
+        node.out = self._new_value(array, node)
+        self.nodes.append(node)
+        if out._node is not None:
+            self.forward_of[id(out._node)] = (out._node, node)
+
+    def replaying(self, tape_node, rec) -> None:
+        found = self.forward_of.get(id(tape_node))
+        self.current = found[1] if found is not None else None
+
+    def concrete(self, array, what) -> None:
+        v = self.values.get(id(array))
+        if v is None:
+            return
+        line, _ = _user_line()
+        raise TracingError(
+            f"{what} of a traced value ({v.describe()}) at {where(line)}: a compiled function runs as a fixed "
+            "program, so Python cannot branch on or compute with values that change from call to call. Keep it "
+            "a tensor (tg.where(c, x, y) for a choice, tapegrad ops for arithmetic), pass it as a Python number "
+            "(a static argument: a new value traces again), or call the function without tg.compile"
+        )
+
+    def modified(self, array) -> None:
+        if id(memory_root(array)) in self.roots:
+            line, _ = _user_line()
+            raise TracingError(
+                f"an in-place change of a traced value at {where(line)}: a compiled function may not change its "
+                "arguments or the values it computes in place; compute a new value (x = x + 1) and return it"
+            )
+
+    # -- the end of the trace -------------------------------------------------------------------------
+    def output(self, leaf):
+        """A result leaf: its value in the graph, or a constant."""
+        array = leaf._data if isinstance(leaf, Tensor) else leaf
+        v = self.values.get(id(array))
+        return v if v is not None else self.const(array)
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` (a tensor or an array) is a value of a function that ``tg.compile`` is tracing in this
+    context: code that must not read its values (a layer's running statistics, a loss's targets) computes
+    with ops instead.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> is_traced(np.ones(2))
+    False
+    >>> tg.compile(lambda x: x * is_traced(x))(np.ones(2))
+    array([1., 1.])
+    """
+    t = tracer()
+    if t is None:
+        return False
+    return id(x._data if isinstance(x, Tensor) else x) in t.values
+
+
+def _is_bool(dtype) -> bool:
+    return getattr(dtype, "kind", None) == "b" or str(dtype) == "bool"
+
+
+def _forward(op, datas):
+    """The function the op ran: its NumPy forward on NumPy inputs, else its backend's."""
+    if all(d.__class__ in _PLAIN for d in datas):
+        return op.forward
+    backend = common_backend(op.name, datas)
+    return op.forward if backend is NUMPY else backend.forward(op)
+
+
+def _user_line():
+    """((file, line) of the user's code that called the current op, whether a replay runs it (a rule))."""
+    f = sys._getframe(2)
+    in_rule = False
+    user = user_frame(f)
+    while f is not None and f is not user:
+        if f.f_code is _REPLAY_CODE:
+            in_rule = True
+        f = f.f_back
+    return ((user.f_code.co_filename, user.f_lineno) if user is not None else None), in_rule
+
+
+def trace(fn, arrays, spec):
+    """Run ``fn`` once on ``arrays``, the dynamic leaves of its ``(args, kwargs)`` whose structure is ``spec``,
+    while tracing; return the graph, the results' spec and the results (arrays, as the first call returns)."""
+    tracer = Tracer()
+    with _lock:
+        TRACING.n += 1
+    token = TRACER.set(tracer)
+    pending = keep_pending().__enter__()
+    tape = record()
+    try:
+        with tape:
+            leaves = [tracer.input(_array_of(a)) for a in arrays]
+            call_args, call_kwargs = unflatten(spec, leaves)
+            result = fn(*call_args, **call_kwargs)
+        out_leaves, out_spec = flatten(result)
+        outputs = [tracer.output(leaf) for leaf in out_leaves]
+        first = [_array_of(leaf) for leaf in out_leaves]
+    finally:
+        TRACER.reset(token)
+        with _lock:
+            TRACING.n -= 1
+        tape.release()
+        pending.__exit__()
+    graph = Graph(tracer.inputs, tracer.nodes, outputs)
+    return graph, out_spec, first
+
+
+def _array_of(leaf):
+    if isinstance(leaf, Tensor):
+        return leaf._data
+    if isinstance(leaf, np.generic):
+        return np.asarray(leaf)
+    return leaf

@@ -1,0 +1,378 @@
+"""tg.compile: compiled programs give the eager results, trace exactly when the signature changes, refuse what
+they cannot replay (naming the line), draw fresh random numbers, nest with the transforms, keep nothing of
+the trace, and run on every backend."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from programs import programs
+
+import tapegrad as tg
+from tapegrad import nn, optim
+
+RNG = np.random.default_rng(0)
+
+
+def linear_loss(params, X, y):
+    return ((X @ params["W"] + params["b"] - y) ** 2).mean()
+
+
+def linear_data(n=16, seed=0):
+    rng = np.random.default_rng(seed)
+    params = {"W": rng.standard_normal((3, 1)), "b": rng.standard_normal(1)}
+    return params, rng.standard_normal((n, 3)), rng.standard_normal((n, 1))
+
+
+def assert_same(a, b):
+    """The same pytree of arrays, bit for bit (shapes, dtypes and values)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert_same(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same(x, y)
+    else:
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+        np.testing.assert_array_equal(a, b)
+
+
+# -- results ---------------------------------------------------------------------------------------------------
+def test_value_and_grad_compiled_equals_eager_bit_for_bit():
+    step = tg.compile(tg.value_and_grad(linear_loss))
+    eager = tg.value_and_grad(linear_loss)
+    for seed in range(3):  # the trace, the checked first run, a plain run
+        params, X, y = linear_data(seed=seed)
+        assert_same(step(params, X, y), eager(params, X, y))
+    assert step.cache_info().misses == 1 and step.cache_info().hits == 2
+
+
+@settings(max_examples=max(10, settings.default.max_examples // 2))
+@given(programs())
+def test_random_programs_compiled_equal_eager(program):
+    n = len(program.inputs)
+
+    def loss(*xs):
+        out = program(*xs)
+        return (out * np.linspace(0.5, 1.5, out.size).reshape(out.shape)).sum()
+
+    vg = tg.value_and_grad(loss, argnums=tuple(range(n)))
+    step = tg.compile(vg, check=False)
+    assert_same(step(*program.inputs), vg(*program.inputs))
+    others = [np.cos(a) + 0.1 * a for a in program.inputs]  # new values, same signature: the program runs
+    assert_same(step(*others), vg(*others))
+    assert step.trace_count == 1
+
+
+def test_a_new_signature_traces_again_and_only_then():
+    step = tg.compile(tg.value_and_grad(linear_loss))
+    params, X, y = linear_data()
+    counts = []
+    for args in [
+        (params, X, y),
+        (params, X + 1.0, y),  # new values: no trace
+        (params, X[:8], y[:8]),  # a new shape
+        (params, X[:8] * 2, y[:8]),  # the same again: no trace
+        ({k: v.astype(np.float32) for k, v in params.items()}, X.astype(np.float32), y.astype(np.float32)),  # dtype
+        ({"W": params["W"], "b": params["b"], "c": 0.0}, X, y),  # structure
+        (params, X, y),  # the first signature is still cached
+    ]:
+        step(*args)
+        counts.append(step.trace_count)
+    assert counts == [1, 1, 2, 2, 3, 4, 4]
+    assert step.cache_info().currsize == 4
+
+
+def test_static_python_numbers_are_part_of_the_signature():
+    f = tg.compile(lambda x, k: x * k)
+    x = np.ones(2)
+    assert_same(f(x, 2.0), np.full(2, 2.0))
+    assert_same(f(x, 3.0), np.full(2, 3.0))  # a new static value: traced again, never a stale constant
+    assert_same(f(x, 2.0), np.full(2, 2.0))
+    assert f.trace_count == 2
+
+
+def test_the_cache_is_bounded():
+    f = tg.compile(lambda x: x + 1, maxsize=2)
+    for n in (1, 2, 3, 1):
+        f(np.ones(n))
+    assert f.cache_info().currsize == 2 and f.trace_count == 4  # shape (1,) was evicted by (3,)
+
+
+# -- what a program cannot replay --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        (lambda x: x * 2 if x.sum() > 0 else x, "bool(t)"),
+        (lambda x: x * float(x.sum()), "float(t)"),
+        (lambda x: x * x.sum().item(), "t.item()"),
+        (lambda x: x[int(x[0])], "int(t)"),
+        (lambda x: x * x.data, "t.data"),
+        (lambda x: x * np.asarray(x), "np.asarray(t)"),
+        (lambda x: x * x.numpy(), "t.numpy()"),
+        (lambda x: x[x > 0], "boolean mask"),
+    ],
+)
+def test_python_reading_a_traced_value_is_an_error_naming_the_line(body, what):
+    with pytest.raises(tg.TracingError, match="test_compile.py:") as err:
+        tg.compile(body)(np.ones(3))
+    assert what in str(err.value)
+
+
+def test_changing_an_argument_in_place_is_refused_and_leaves_it_alone():
+    def inplace(x):
+        x += 1.0
+        return x
+
+    x = np.ones(3)
+    with pytest.raises(tg.TracingError, match="in-place"):
+        tg.compile(inplace)(x)
+    assert_same(x, np.ones(3))
+
+
+def test_backward_inside_a_compiled_function_is_refused():
+    def eager_style(x):
+        w = tg.Tensor(np.ones(3), requires_grad=True)
+        with tg.record():
+            loss = (w * x).sum()
+        loss.backward()
+        return w.grad
+
+    with pytest.raises(tg.TapeError, match="tg.value_and_grad"):
+        tg.compile(eager_style)(np.ones(3))
+
+
+def test_a_value_frozen_at_trace_time_is_caught_by_the_first_run():
+    def sneaky(x):
+        frozen = tg.Tensor(np.where(x._data > 0, 1.0, -1.0))  # NumPy on the traced array: fixed at trace time
+        return x * frozen
+
+    f = tg.compile(sneaky)
+    f(np.ones(3))
+    with pytest.raises(tg.TracingError, match="compiled and eager results differ"):
+        f(-np.ones(3))
+
+
+def test_arrays_read_from_outside_are_constants_of_the_program():
+    table = np.array([1.0, 2.0])
+    f = tg.compile(lambda x: x * table, check=False)
+    assert_same(f(np.ones(2)), table)
+    table = np.array([5.0, 5.0])  # rebinding the name: the program holds the array it read
+    assert_same(f(np.ones(2)), np.array([1.0, 2.0]))
+
+
+def test_a_constant_result_is_a_fresh_copy_each_call():
+    f = tg.compile(tg.grad(lambda x, y: (x * 2).sum(), argnums=(0, 1)))  # y takes no part: its gradient is zeros
+    first = f(np.ones(2), np.ones(2))[1]
+    first += 7.0
+    assert_same(f(np.ones(2), np.ones(2))[1], np.zeros(2))
+
+
+# -- draws ---------------------------------------------------------------------------------------------------------
+def test_draws_are_fresh_on_every_call_and_follow_the_generator():
+    g = np.random.default_rng(1)
+    f = tg.compile(lambda x: x * (tg.random.random(g, x.shape) > 0.5))
+    got = [f(np.ones(16)) for _ in range(4)]
+    g2 = np.random.default_rng(1)
+    expected = [(g2.random(16) > 0.5).astype(float) for _ in range(4)]
+    for a, b in zip(got, expected):
+        assert_same(a, b)
+    assert not all(np.array_equal(got[0], m) for m in got[1:])
+
+
+def test_dropout_in_a_compiled_step_draws_a_new_mask_each_call():
+    drop = nn.Dropout(0.5, rng=0)
+    f = tg.compile(lambda x: drop(x))
+    masks = [f(np.ones(64)) for _ in range(3)]
+    assert len({m.tobytes() for m in masks}) == 3
+
+
+# -- transforms, modules, optimizers ------------------------------------------------------------------------------
+def f_scalar(x):
+    return (tg.sin(x) * x**2).sum() + tg.exp(x[0] * x[1])
+
+
+def finite_difference_hessian(f, x, h=1e-5):
+    grad = tg.grad(f)
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        cols.append((grad(x + e) - grad(x - e)) / (2 * h))
+    return np.stack(cols, axis=1)
+
+
+def test_a_hessian_through_a_compiled_gradient_matches_finite_differences():
+    x = np.array([0.3, -0.7, 1.1])
+    expected = finite_difference_hessian(f_scalar, x)
+    through = tg.jacobian(tg.compile(tg.grad(f_scalar)))(x)  # the compiled gradient runs as Python under jacobian
+    compiled = tg.compile(tg.hessian(f_scalar))  # the whole Hessian compiled
+    np.testing.assert_allclose(through, expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(compiled(x), expected, rtol=1e-6, atol=1e-8)
+    x2 = x[::-1] * 0.5
+    np.testing.assert_allclose(compiled(x2), finite_difference_hessian(f_scalar, x2), rtol=1e-6, atol=1e-8)
+    assert compiled.trace_count == 1
+
+
+def test_a_compiled_function_inside_another_is_part_of_its_program():
+    inner = tg.compile(lambda x: tg.tanh(x) * 2.0)
+    outer = tg.compile(tg.grad(lambda x: inner(x).sum()))
+    x = np.array([0.1, 0.2])
+    assert_same(outer(x), tg.grad(lambda x: (tg.tanh(x) * 2.0).sum())(x))
+    assert inner.trace_count == 0  # inlined into the outer trace
+
+
+def mlp(seed=0):
+    r = np.random.default_rng(seed)
+    return nn.Sequential(
+        nn.Linear(8, 16, rng=r), nn.ReLU(), nn.Dropout(0.2, rng=r.spawn(1)[0]), nn.Linear(16, 3, rng=r)
+    )
+
+
+@pytest.mark.parametrize(
+    "make, traces",
+    [
+        (lambda ps: optim.Adam(ps, lr=1e-2), 1),
+        (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9), 2),  # the momentum buffer is None before the first step
+    ],
+)
+def test_a_compiled_training_step_follows_eager_training_bit_for_bit(make, traces):
+    X, Y = RNG.standard_normal((40, 8)), RNG.integers(0, 3, 40)
+    eager_model = mlp()
+    eager_opt = make(eager_model.parameters())
+    model = mlp()
+    opt = make(model.parameters())
+
+    def train_step(params, state, x, y):
+        loss, grads = tg.value_and_grad(lambda p: nn.cross_entropy(nn.functional_call(model, p, x), y))(params)
+        params, state = opt.functional_update(params, grads, state)
+        return loss, params, state
+
+    step = tg.compile(train_step, donate_argnums=(0, 1))
+    params, state = nn.parameter_arrays(model), opt.functional_state()
+    for i in range(0, 40, 10):
+        eager_opt.zero_grad()
+        with tg.record():
+            loss = nn.cross_entropy(eager_model(tg.Tensor(X[i : i + 10])), Y[i : i + 10])
+        loss.backward()
+        eager_opt.step()
+        compiled_loss, params, state = step(params, state, X[i : i + 10], Y[i : i + 10])
+        assert_same(compiled_loss, loss.data)
+    for (name, p), q in zip(model.named_parameters(), eager_model.parameters()):
+        assert params[name] is p.data  # donated: the model's own arrays hold the new weights
+        assert_same(p.data, q.data)
+    assert step.trace_count == traces
+
+
+def sgd_step(p, X, y, lr=0.1):
+    grads = tg.grad(lambda p: linear_loss({"W": p[0], "b": p[1]}, X, y))(p)
+    return [q - lr * g for q, g in zip(p, grads)]
+
+
+def test_donated_arrays_are_written_in_place_and_bump_their_version():
+    step = tg.compile(sgd_step, donate_argnums=0)
+    params, X, y = linear_data()
+    p = [params["W"].copy(), params["b"].copy()]
+    expected = [params["W"], params["b"]]
+    w = tg.Tensor(np.ones(3), requires_grad=True)
+    with tg.record():
+        saved = (w * tg.Tensor(p[0]).reshape(3)).sum()  # a tape that saved p[0]
+    for _ in range(3):
+        new = step(p, X, y)
+        expected = sgd_step(expected, X, y)
+        assert new[0] is p[0] and new[1] is p[1]
+    np.testing.assert_allclose(p[0], expected[0], rtol=1e-12)
+    with pytest.raises(tg.InPlaceModificationError):
+        saved.backward()
+
+
+# -- what a program keeps ------------------------------------------------------------------------------------------
+def test_nothing_of_the_trace_stays_alive_after_a_call():
+    probes = []
+
+    def loss(w, x):
+        h = tg.tanh(x @ w)
+        probes.append(weakref.ref(h._data))
+        return (h * h).mean()
+
+    step = tg.compile(tg.value_and_grad(loss))
+    w, x = RNG.standard_normal((4, 3)), RNG.standard_normal((5, 4))
+    step(w, x)
+    gc.collect()
+    assert probes and all(r() is None for r in probes)
+    assert not [t for t in tg.debug.live_tapes() if t.state == "recording"]
+    program = step.programs[0]
+    assert program.kept_bytes == program.arena_bytes + program.const_bytes
+    assert 0 < program.arena_bytes <= sum(n.out.nbytes for n in program.graph.nodes) + 64 * len(program.plan.buffers)
+
+
+def test_a_call_allocates_little_beyond_its_results():
+    import tracemalloc
+
+    step = tg.compile(tg.value_and_grad(linear_loss))
+    params, X, y = linear_data(n=4096)
+    step(params, X, y), step(params, X, y)
+    tracemalloc.start()
+    step(params, X, y)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # the intermediates (n x 1 arrays, 32 KiB each) live in the arena; the call allocates the small results
+    assert peak < 16 * 1024
+
+
+def test_explain_and_source_show_ops_shapes_and_lines():
+    step = tg.compile(tg.value_and_grad(linear_loss))
+    step(*linear_data())
+    src = step.source
+    assert "matmul" in src and "float64[16, 1]" in src and "test_compile.py" in src and "(grad of" in src
+    assert "arena" in step.explain()
+
+
+def test_threads_calling_one_program_get_their_own_results():
+    f = tg.compile(lambda x: tg.tanh(x) * x.sum())
+    xs = [RNG.standard_normal(1000) for _ in range(8)]
+    f(xs[0]), f(xs[0])
+    out = [None] * len(xs)
+
+    def work(i):
+        for _ in range(20):
+            out[i] = f(xs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for x, o in zip(xs, out):
+        assert_same(o, np.tanh(x) * x.sum())
+
+
+# -- backends ---------------------------------------------------------------------------------------------------------
+def test_compiled_on_every_backend(backend):
+    def loss(w, x):
+        return tg.sum(tg.tanh(tg.matmul(x, w)) ** 2)
+
+    def eager(w, x):
+        w, x = tg.Tensor(w, requires_grad=True), tg.Tensor(x)
+        with tg.record() as t:
+            value = loss(w, x)
+        return value.data, t.gradient(value, w)
+
+    w = backend.asarray(np.array([0.5, -1.0, 2.0]))
+    x = backend.asarray(np.array([[1.0, 2.0, 3.0], [0.5, 0.1, -0.2]]))
+    step = tg.compile(tg.value_and_grad(loss))
+    for scale in (1.0, 0.5, -2.0):
+        value, grad = step(w * scale, x)
+        ev, eg = eager(w * scale, x)
+        assert backend.is_native(grad) and backend.is_native(value)
+        np.testing.assert_array_equal(backend.to_numpy(grad), backend.to_numpy(eg))
+        np.testing.assert_array_equal(backend.to_numpy(value), backend.to_numpy(ev))
+    assert step.trace_count == 1
