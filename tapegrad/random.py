@@ -17,7 +17,7 @@ import numpy as np
 
 from .registry import defnondiff
 
-__all__ = ["random", "normal", "uniform", "RANDOM_OPS"]
+__all__ = ["random", "standard_normal", "normal", "uniform", "RANDOM_OPS"]
 
 
 def _generator(rng, what):
@@ -34,13 +34,16 @@ def _shape(shape):
 
 
 _random = defnondiff("random_random", lambda *, rng, shape, dtype: rng.random(shape, dtype=dtype))
+_standard_normal = defnondiff(
+    "random_standard_normal", lambda *, rng, shape, dtype: rng.standard_normal(shape, dtype=dtype)
+)
 _normal = defnondiff(
     "random_normal", lambda *, rng, shape, loc, scale, dtype: rng.normal(loc, scale, shape).astype(dtype, copy=False)
 )
 _uniform = defnondiff(
     "random_uniform", lambda *, rng, shape, low, high, dtype: rng.uniform(low, high, shape).astype(dtype, copy=False)
 )
-RANDOM_OPS = frozenset((_random.op, _normal.op, _uniform.op))  # what a compiled program must draw on every call
+RANDOM_OPS = frozenset((_random.op, _standard_normal.op, _normal.op, _uniform.op))  # what a compiled program must draw on every call
 
 
 def random(rng: np.random.Generator, shape, dtype=np.float64):
@@ -51,6 +54,17 @@ def random(rng: np.random.Generator, shape, dtype=np.float64):
     (3,)
     """
     return _random(rng=_generator(rng, "random"), shape=_shape(shape), dtype=np.dtype(dtype))
+
+
+def standard_normal(rng: np.random.Generator, shape, dtype=np.float64):
+    """Standard normal numbers: ``rng.standard_normal(shape, dtype)`` as an op (float64 or float32).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> bool((tg.random.standard_normal(np.random.default_rng(0), 2).numpy()
+    ...       == np.random.default_rng(0).standard_normal(2)).all())
+    True
+    """
+    return _standard_normal(rng=_generator(rng, "standard_normal"), shape=_shape(shape), dtype=np.dtype(dtype))
 
 
 def normal(rng: np.random.Generator, shape, loc: float = 0.0, scale: float = 1.0, dtype=np.float64):

@@ -195,6 +195,19 @@ def test_dropout_in_a_compiled_step_draws_a_new_mask_each_call():
     assert len({m.tobytes() for m in masks}) == 3
 
 
+@pytest.mark.parametrize("make", [tg.rand, tg.randn], ids=["rand", "randn"])
+def test_the_constructors_draw_anew_in_a_compiled_function_from_a_generator_and_repeat_a_seed(make):
+    eager_rng, compiled_rng = np.random.default_rng(3), np.random.default_rng(3)
+    f = tg.compile(lambda x: x * make(8, rng=compiled_rng))
+    got = [f(np.ones(8)) for _ in range(3)]
+    for a in got:  # the same numbers as eager draws from the same generator, call after call
+        assert_same(a, make(8, rng=eager_rng).numpy())
+    seeded = tg.compile(lambda x: x * make(8, rng=7))
+    assert all(np.array_equal(seeded(np.ones(8)), make(8, rng=7).numpy()) for _ in range(3))
+    unseeded = tg.compile(lambda x: x * make(8))  # the process's generator
+    assert len({unseeded(np.ones(8)).tobytes() for _ in range(3)}) == 3
+
+
 # -- transforms, modules, optimizers ------------------------------------------------------------------------------
 def f_scalar(x):
     return (tg.sin(x) * x**2).sum() + tg.exp(x[0] * x[1])

@@ -1,7 +1,9 @@
 """Constructors and constant-shaped results, each taking ``dtype=`` and ``requires_grad=``.
 
-- ``zeros``, ``ones``, ``eye``, ``arange``, ``rand``, ``randn`` (``rng=``: a ``numpy.random.Generator`` or a
-  seed): new NumPy tensors, leaves that ask for a gradient with ``requires_grad=True``.
+- ``zeros``, ``ones``, ``eye``, ``arange``, ``rand``, ``randn`` (``rng=``: a ``numpy.random.Generator``, a
+  seed, or None for the process's generator): new NumPy tensors, leaves that ask for a gradient with
+  ``requires_grad=True``. A draw from a generator is a ``tg.random`` op, so a compiled function draws anew on
+  every call; a seed draws the same numbers on every call, compiled or not.
 - ``zeros_like``, ``ones_like`` (no gradient), in the library of their input, so rules use them through ``xp``
   for constants on a recorded replay too.
 - ``full``/``full_like``, whose fill value, when it is a tensor, gets the gradient (summed over the places it
@@ -10,6 +12,7 @@
 
 import numpy as np
 
+from .. import random as _random
 from ..registry import defnondiff
 from ..tensor import Tensor
 from .arrange import moveaxis
@@ -84,32 +87,42 @@ def arange(start, stop=None, step=None, dtype=None, *, requires_grad: bool = Fal
     return _leaf(np.arange(*args, dtype=dtype), requires_grad, "arange")
 
 
-def _generator(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+_PROCESS_RNG = np.random.default_rng()  # rng=None: one generator for the process, as torch.randn's default
+
+
+def _draw(rng, draw_op, method, shape, dtype):
+    """``shape`` numbers from ``rng``: through the ``tg.random`` op for a generator (drawn anew by every call of a
+    compiled function), eagerly for a seed (the same numbers every call: a constant, compiled or not)."""
+    if rng is None:
+        rng = _PROCESS_RNG
+    if isinstance(rng, np.random.Generator):
+        return draw_op(rng, shape, dtype)._data
+    return getattr(np.random.default_rng(rng), method)(shape, dtype=dtype)
 
 
 def rand(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in ``[0, 1)`` of ``shape`` from ``rng`` (a ``numpy.random.Generator`` or a seed; a fresh
-    generator if None), float64 unless ``dtype`` (float32).
+    """Uniform samples in ``[0, 1)`` of ``shape`` from ``rng`` (a ``numpy.random.Generator``, a seed, or None for
+    the process's generator), float64 unless ``dtype`` (float32).
 
     >>> import tapegrad as tg
     >>> bool((tg.rand(2, 3, rng=0) == tg.rand((2, 3), rng=0)).all())
     True
     """
     dtype = np.dtype(dtype if dtype is not None else np.float64)
-    return _leaf(_generator(rng).random(_sizes(shape, "rand"), dtype=dtype), requires_grad, "rand")
+    return _leaf(_draw(rng, _random.random, "random", _sizes(shape, "rand"), dtype), requires_grad, "rand")
 
 
 def randn(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples of ``shape`` from ``rng`` (a ``numpy.random.Generator`` or a seed; a fresh
-    generator if None), float64 unless ``dtype`` (float32).
+    """Standard normal samples of ``shape`` from ``rng`` (a ``numpy.random.Generator``, a seed, or None for the
+    process's generator), float64 unless ``dtype`` (float32).
 
     >>> import tapegrad as tg
     >>> tg.randn(3, rng=1, requires_grad=True).shape
     (3,)
     """
     dtype = np.dtype(dtype if dtype is not None else np.float64)
-    return _leaf(_generator(rng).standard_normal(_sizes(shape, "randn"), dtype=dtype), requires_grad, "randn")
+    draw = _draw(rng, _random.standard_normal, "standard_normal", _sizes(shape, "randn"), dtype)
+    return _leaf(draw, requires_grad, "randn")
 
 
 _zeros_like = defnondiff("zeros_like", lambda a, dtype=None, *, xp=np: xp.zeros_like(a, dtype=dtype))
