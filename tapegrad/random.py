@@ -43,7 +43,9 @@ _normal = defnondiff(
 _uniform = defnondiff(
     "random_uniform", lambda *, rng, shape, low, high, dtype: rng.uniform(low, high, shape).astype(dtype, copy=False)
 )
-RANDOM_OPS = frozenset((_random.op, _standard_normal.op, _normal.op, _uniform.op))  # what a compiled program must draw on every call
+RANDOM_OPS = frozenset(
+    (_random.op, _standard_normal.op, _normal.op, _uniform.op)
+)  # what a compiled program must draw on every call
 
 
 def random(rng: np.random.Generator, shape, dtype=np.float64):
