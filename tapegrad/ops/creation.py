@@ -12,7 +12,8 @@
 
 import numpy as np
 
-from .. import random as _random
+from ..random import random as draw_uniform
+from ..random import standard_normal as draw_normal
 from ..registry import defnondiff
 from ..tensor import Tensor
 from .arrange import moveaxis
@@ -109,7 +110,7 @@ def rand(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
     True
     """
     dtype = np.dtype(dtype if dtype is not None else np.float64)
-    return _leaf(_draw(rng, _random.random, "random", _sizes(shape, "rand"), dtype), requires_grad, "rand")
+    return _leaf(_draw(rng, draw_uniform, "random", _sizes(shape, "rand"), dtype), requires_grad, "rand")
 
 
 def randn(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
@@ -121,7 +122,7 @@ def randn(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
     (3,)
     """
     dtype = np.dtype(dtype if dtype is not None else np.float64)
-    draw = _draw(rng, _random.standard_normal, "standard_normal", _sizes(shape, "randn"), dtype)
+    draw = _draw(rng, draw_normal, "standard_normal", _sizes(shape, "randn"), dtype)
     return _leaf(draw, requires_grad, "randn")
 
 
