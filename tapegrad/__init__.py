@@ -29,6 +29,7 @@ from . import (
     tensor_methods,
     viz,
 )
+from ._tensor import Tensor, tensor
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -48,7 +49,6 @@ from .recompute import checkpoint
 from .registry import NONDIFF, REGISTRY, defnondiff, defop
 from .serialization import load, save
 from .tape import Tape, record, stop_recording
-from .tensor import Tensor, tensor
 from .testing import gradcheck, gradgradcheck
 from .transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._state import is_recording
+from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
 from .core import keep_pending
 from .registry import defop
 from .tape import Tape, record
-from .tensor import Tensor
 
 # A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
 # of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.

@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
+from ._tensor import Tensor
 from .backend import is_array
-from .tensor import Tensor
 
 _LEAF = "*"
 

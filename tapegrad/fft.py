@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._tensor import Tensor
 from .ops._axes import ndim_of
 from .ops._complex import is_complex
 from .ops.arrange import roll
 from .ops.complex_numbers import conj
 from .ops.fft import _fftn_op, _ifftn_op, _irfft_op, _rfft_op
-from .tensor import Tensor
 
 __all__ = [
     "fft",

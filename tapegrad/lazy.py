@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_lazy
-from .tensor import Tensor
 
 __all__ = ["compute"]
 

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from ._tensor import Tensor
 from .backend import NUMPY, backend_of
 from .ops._axes import ndim_of
 from .ops._complex import finfo_eps, is_complex
@@ -71,7 +72,6 @@ from .ops.reductions import max as amax
 from .ops.reductions import min as amin
 from .ops.reductions import sum as asum
 from .ops.shape import expand_dims, getitem, reshape, stack, transpose
-from .tensor import Tensor
 
 __all__ = [
     "solve",

@@ -23,11 +23,11 @@ from __future__ import annotations
 import functools
 
 from ._state import ACTIVE, WATCHED, is_recording
+from ._tensor import Tensor
 from .backend.numpy_rules import numpy_rules
 from .core import BaseTape, Node, keep_pending, stop_recording
 from .core.node import SRCS
 from .registry import defop
-from .tensor import Tensor
 
 __all__ = ["checkpoint"]
 

@@ -23,8 +23,8 @@ import zipfile
 
 import numpy as np
 
+from ._tensor import Tensor
 from .errors import CheckpointError
-from .tensor import Tensor
 
 __all__ = ["save", "load", "CheckpointError"]
 

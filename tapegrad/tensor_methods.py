@@ -2,7 +2,7 @@
 
 Each row maps a method name to the function it runs; a function whose first parameter is the tensor (``exp``,
 ``sum``) is bound as it is, so ``x.sum(axis=0)`` is ``tg.sum(x, axis=0)``. Reflected operators swap their
-arguments (``other - self``). The :class:`~tapegrad.tensor.Tensor` class itself imports nothing of the engine;
+arguments (``other - self``). The :class:`~tapegrad.Tensor` class itself imports nothing of the engine;
 this module, above the ops, binds them in one loop when the package is imported.
 
 A tensor reads as an ndarray (``ravel``, ``std``, ``cumsum``, ``swapaxes``, ``x.real``, ``x.mT``...), with the
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._tensor import Tensor
 from .core import backward_of, register_hook
 from .ops import (
     absolute,
@@ -96,7 +97,6 @@ from .ops import (
     var,
 )
 from .ops.indexing import At
-from .tensor import Tensor
 
 __all__ = ["METHODS", "PROPERTIES", "set_numpy_protocols"]
 

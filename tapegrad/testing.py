@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._tensor import Tensor
 from .backend import to_numpy
 from .errors import GradcheckError
 from .ops import concatenate, real, reshape
 from .ops._complex import is_complex
 from .tape import record
-from .tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "numerical_jacobian"]
 

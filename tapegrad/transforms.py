@@ -32,11 +32,11 @@ import numpy as np
 
 from ._scope import Scope, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
 from ._state import is_recording
+from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_complex
 from .errors import TapeError
 from .ops import reshape, stack, transpose
-from .tensor import Tensor
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pathlib
 
+from ._tensor import Tensor
 from .core.node import SRCS, Node
 from .debug.reading import analyse, fmt_shape
 from .errors import fmt_bytes
-from .tensor import Tensor
 
 __all__ = ["to_dot", "render"]
 

@@ -21,7 +21,7 @@ LAYERS = {
     "tapegrad.backend": 1,  # array libraries and one helper per fact about arrays
     "tapegrad._shapes": 1,  # Shape, unbroadcast
     "tapegrad._state": 2,  # per-context recording state, the version clock
-    "tapegrad.tensor": 3,  # the Tensor data class
+    "tapegrad._tensor": 3,  # the Tensor data class
     "tapegrad._tree": 3,  # pytrees
     "tapegrad.lazy": 3,  # tg.compute: lazy (Dask) values made concrete in one pass
     "tapegrad.core": 4,  # nodes and records, recording, replay, hooks, the base tape
@@ -153,6 +153,24 @@ def test_every_module_has_a_layer_and_imports_only_from_its_layer_or_below():
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
+def test_no_public_name_of_the_package_hides_a_module_of_the_same_name():
+    # `tg.tensor` (the function) once hid the module tapegrad/tensor.py: `import tapegrad.tensor as m` gave the
+    # function, and the API pages could not tell them apart. A module that shares a public name must be that name.
+    import importlib
+    import pkgutil
+
+    import tapegrad
+
+    names = [info.name for info in pkgutil.iter_modules(tapegrad.__path__) if not info.name.startswith("_")]
+    public = {name: getattr(tapegrad, name) for name in names if hasattr(tapegrad, name)}  # before any import
+    hidden = [
+        f"tapegrad.{name} is {value!r}, not the module tapegrad/{name}"
+        for name, value in public.items()
+        if value is not importlib.import_module(f"tapegrad.{name}")
+    ]
+    assert not hidden, "\n".join(hidden)
+
+
 def test_no_tapegrad_module_is_imported_inside_a_function():
     lazy = [f"{m}:{line} imports {t}" for m, edges in graph(modules()).items() for t, line, inner in edges if inner]
     assert not lazy, (
@@ -178,7 +196,7 @@ def test_the_cycle_check_finds_a_cycle_it_is_given(extra, expected):
 
 def test_an_upward_import_in_the_real_package_would_be_reported():
     mods = modules()
-    mods["tapegrad.tensor"] += "\nfrom .ops import add\n"  # the data class reaching up into the ops
+    mods["tapegrad._tensor"] += "\nfrom .ops import add\n"  # the data class reaching up into the ops
     g = graph(mods)
-    assert any("tapegrad.tensor" in c for c in cycles(g))
+    assert any("tapegrad._tensor" in c for c in cycles(g))
     assert any(t == "tapegrad.ops" and layer_of(t) > layer_of(m) for m, edges in g.items() for t, _, _ in edges)

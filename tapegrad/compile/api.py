@@ -41,11 +41,11 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
+from .._tensor import Tensor
 from ..backend import memory_root, to_numpy
 from ..core import keep_pending
 from ..errors import TracingError
 from ..tape import record
-from ..tensor import Tensor
 from .codegen import Program, generate
 from .graph import Const, Value
 from .passes import (

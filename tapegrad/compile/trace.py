@@ -23,13 +23,13 @@ import threading
 import numpy as np
 
 from .._state import TRACER, TRACING, tracer
+from .._tensor import Tensor
 from ..backend import NUMPY, common_backend, memory_root, nbytes
 from ..core import keep_pending
 from ..core.replay import replay as _replay
 from ..errors import TracingError, user_frame
 from ..random import RANDOM_OPS
 from ..tape import record
-from ..tensor import Tensor
 from .graph import Const, Graph, Node, Value, walk
 from .tree import flatten, unflatten
 

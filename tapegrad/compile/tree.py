@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import is_array
-from ..tensor import Tensor
 
 __all__ = ["DYNAMIC", "Static", "flatten", "unflatten", "is_dynamic"]
 

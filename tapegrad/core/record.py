@@ -15,9 +15,9 @@ import numpy as np
 
 from .._shapes import Shape
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
+from .._tensor import Tensor
 from ..backend import NUMPY, common_backend
 from ..errors import TapeLeakWarning, warn_once
-from ..tensor import Tensor
 from .node import Entry, Node, entry_died
 
 __all__ = ["apply", "apply_nondiff", "saved_values"]

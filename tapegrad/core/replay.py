@@ -34,10 +34,10 @@ import numpy as np
 
 from .._shapes import Shape, unbroadcast
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, modified_since
+from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, to_numpy
 from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
-from ..tensor import Tensor
 from .hooks import LIVE, run_hooks
 from .node import ANS, OP, SAVED, SRCS, Node
 

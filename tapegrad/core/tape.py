@@ -65,10 +65,10 @@ from __future__ import annotations
 import itertools
 
 from .._state import ACTIVE, PENDING, WATCHED, live_tapes
+from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
-from ..tensor import Tensor
 from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
 from .replay import _ended_inside, _fresh, _write_grad, key_of, replay, seed
 

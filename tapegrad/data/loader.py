@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .dataset import Subset, TensorDataset, _generator
 from .sampler import RandomSampler, SequentialSampler
 

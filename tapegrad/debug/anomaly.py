@@ -27,10 +27,10 @@ from contextvars import ContextVar
 import numpy as np
 
 from .._state import ACTIVE
+from .._tensor import Tensor
 from ..backend import all_finite, is_array, is_floating, to_numpy
 from ..core.node import ANS, OP, SAVED, SRCS, Node
 from ..errors import AnomalyError, user_frame
-from ..tensor import Tensor
 from .reading import _call, analyse
 
 __all__ = [

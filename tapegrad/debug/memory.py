@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import itemsize, nbytes
 from ..core.node import MASK, SRCS
 from ..errors import fmt_bytes
-from ..tensor import Tensor
 from .reading import _call, _columns, analyse, fmt_dtype, fmt_shape
 
 __all__ = ["stats", "memory_report"]

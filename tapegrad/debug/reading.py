@@ -15,10 +15,10 @@ import os
 import numpy as np
 
 from .._shapes import Shape
+from .._tensor import Tensor
 from ..backend import is_array, nbytes
 from ..core.node import ANS, MASK, OP, SAVED, SHAPES, SRCS, Node
 from ..errors import fmt_bytes
-from ..tensor import Tensor
 
 __all__ = ["analyse", "format_tape", "fmt_shape", "fmt_dtype", "fmt_bytes"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import sys
 
+from .._tensor import Tensor
 from ..core.node import MASK, OP, SHAPES, SRCS
-from ..tensor import Tensor
 from .anomaly import finite, gradient_error
 from .reading import analyse, fmt_shape
 

@@ -16,7 +16,7 @@ import numpy as np
 import tapegrad.ops as ops
 import tapegrad.random as _random
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 
 def _array(v):

@@ -13,7 +13,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
 

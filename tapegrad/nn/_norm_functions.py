@@ -11,9 +11,9 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from .._tensor import Tensor
 from ..compile import is_traced
 from ..errors import TracingError
-from ..tensor import Tensor
 
 
 def _shape(a):

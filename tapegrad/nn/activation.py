@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tapegrad.nn.functional as F
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .module import Module
 
 __all__ = [

@@ -16,7 +16,7 @@ import numpy as np
 import tapegrad.nn.init as init
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ._attention_functions import attend, causal_mask
 from .layers import Linear
 from .module import Module

@@ -16,7 +16,7 @@ import numpy as np
 
 import tapegrad.nn.functional as F
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .init import generator
 from .module import Module
 

@@ -24,6 +24,7 @@ import numpy as np
 import tapegrad.ops as ops
 import tapegrad.random as _random
 
+from .._tensor import Tensor
 from ..ops import (  # noqa: F401  (re-exported)
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -50,7 +51,6 @@ from ..ops import (  # noqa: F401  (re-exported)
     unfold,
 )
 from ..ops import log_sigmoid as logsigmoid
-from ..tensor import Tensor
 from ._attention_functions import scaled_dot_product_attention  # noqa: F401
 from ._loss_functions import (  # noqa: F401
     binary_cross_entropy,

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = [
     "calculate_gain",

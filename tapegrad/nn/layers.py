@@ -13,7 +13,7 @@ import numpy as np
 import tapegrad.nn.functional as F
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .init import generator as _generator
 from .module import Module
 

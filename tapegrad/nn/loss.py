@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tapegrad.nn.functional as F
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ._loss_functions import _REDUCTIONS, _check_reduction
 from .module import Module
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = ["Module"]
 

@@ -23,7 +23,7 @@ import numpy as np
 import tapegrad.nn.functional as F
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .init import generator
 from .module import Module
 

@@ -9,7 +9,7 @@ of arrays, and a compiled training step takes the weights as an argument, never 
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .module import Module
 
 __all__ = ["functional_call", "parameter_arrays"]

@@ -16,8 +16,8 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from .._tensor import Tensor
 from ..linalg import cross as _cross3
-from ..tensor import Tensor
 from ._calculus import data, shape
 from ._signatures import cast, unsupported
 

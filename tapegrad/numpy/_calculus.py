@@ -19,7 +19,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ._signatures import NO, cast, check_out, unsupported
 
 

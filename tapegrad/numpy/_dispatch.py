@@ -25,7 +25,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ..tensor_methods import set_numpy_protocols
 from ._signatures import UnsupportedArgument, cast, unsupported
 from ._table import ACCUMULATE, FFT, LINALG, LOGADDEXP_REDUCE, MAIN, REDUCE

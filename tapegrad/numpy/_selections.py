@@ -19,7 +19,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ._calculus import constant_only, data, requires_grad, shape
 from ._signatures import check_out, unsupported
 

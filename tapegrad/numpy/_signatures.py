@@ -18,7 +18,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 NO = np._NoValue  # NumPy's own marker of a parameter not given
 

@@ -30,7 +30,7 @@ import tapegrad.numpy._selections as _selections
 import tapegrad.numpy._signatures as sig
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 # tapegrad's constructors take no array argument: NumPy's own (zeros, eye, arange) serve tapegrad.numpy
 _NOT_NUMPY_FUNCTIONS = frozenset(("zeros", "ones", "eye", "arange", "full", "rand", "randn"))

@@ -7,9 +7,9 @@ replay's slot for it (:func:`tapegrad.core.replay.set_differentiable_rules`).
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
-from ..tensor import Tensor
 from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
 from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .arrange import (

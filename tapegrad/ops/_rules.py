@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 
+from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
-from ..tensor import Tensor
 
 
 def recorded(xp) -> bool:

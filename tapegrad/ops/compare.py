@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..registry import defnondiff
-from ..tensor import Tensor
 from ._axes import normalize_axes
 
 less = defnondiff("less", np.less, doc="x < y, elementwise (no gradient).")

@@ -12,10 +12,10 @@
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..random import random as draw_uniform
 from ..random import standard_normal as draw_normal
 from ..registry import defnondiff
-from ..tensor import Tensor
 from .arrange import moveaxis
 from .elementwise import add, astype, divide, multiply, subtract, where
 from .shape import broadcast_to

@@ -17,10 +17,10 @@ Public functions composed of ops: ``take`` (``getitem``), ``sort`` and ``partiti
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, is_basic_index
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
-from ..tensor import Tensor
 from ._axes import ndim_of, normalize_axes
 from .creation import _full_like
 from .elementwise import add, astype

@@ -6,8 +6,8 @@ their gradients).
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import to_numpy
-from ..tensor import Tensor
 from ._axes import normalize_axes
 from .elementwise import astype, where
 from .shape import concatenate, getitem, reshape

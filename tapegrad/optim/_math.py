@@ -16,8 +16,8 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from .._tensor import Tensor
 from ..registry import defnondiff
-from ..tensor import Tensor
 
 # ``base ** exponent`` for a Python number ``base`` and a step count held in a 0-d array: Python's own power, as
 # the eager step computes it with an int (NumPy's power of an integral exponent rounds differently at times).

@@ -17,7 +17,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = [
     "clip_by_total_norm",

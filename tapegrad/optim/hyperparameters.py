@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 
 __all__ = ["HYPERPARAMETERS", "SCHEDULE_KEYS"]
 

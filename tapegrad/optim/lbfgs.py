@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..tensor import Tensor
+from .._tensor import Tensor
 from .hyperparameters import checked_array, is_number, shown
 from .line_search import strong_wolfe
 from .optimizer import Optimizer

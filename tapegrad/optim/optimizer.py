@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import backend_of, is_lazy
-from ..tensor import Tensor
 from ._math import like as _like
 from .hyperparameters import (
     HYPERPARAMETERS,

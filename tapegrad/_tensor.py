@@ -39,6 +39,8 @@ class Tensor:
     array([2., 4., 6.])
     """
 
+    __module__ = "tapegrad"  # its public name: pickles, reprs and docs say tapegrad.Tensor
+
     __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
 
     # NumPy's protocols (__array_ufunc__, __array_function__) are rows of tensor_methods' table, implemented by
