@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks import cli  # noqa: E402
 from benchmarks.hygiene import CLOCKS, environment, pin_allocator, pin_to_one_core  # noqa: E402
-from benchmarks.speed_compiled import compile_costs  # noqa: E402
+from benchmarks.speed_compiled import compile_costs, time_by_call  # noqa: E402
 from benchmarks.speed_engines import FULL, WORKLOADS, Sizes, available_engines, check, op_count, workload  # noqa: E402
 
 # A sample is the mean of a few passes; a figure is the median of the samples, one per round.
@@ -279,6 +279,8 @@ def main(argv=None) -> int:
     say("\n".join(targets(results)))
     if any(e.name == "compiled" for e in engines):
         say("\n".join(compile_costs(FULL, CLOCKS[args.clock])))
+        if any(name.startswith("mlp") for name in args.only):
+            say("\n".join(time_by_call(FULL, CLOCKS[args.clock])))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "results": results}, f, indent=1)
