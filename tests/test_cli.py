@@ -85,6 +85,32 @@ FAST_RUNS = [
     ["examples/reading_the_tape.py"],
     ["examples/bayesian_neural_net.py", "--steps", "20", "--no-plot", "--quiet"],
     ["examples/classify_digits.py", "--epochs", "1", "--no-progress"],
+    ["examples/classify_digits.py", "--epochs", "1", "--no-progress", "--compile"],
+    ["examples/cnn_digits.py", "--epochs", "1", "--width", "4", "--quiet"],
+    ["examples/char_lm.py", "--steps", "4", "--eval-every", "2", "--width", "16", "--seq-len", "12", "--quiet"],
+    ["examples/gaussian_process.py", "--n", "10", "--maxiter", "5", "--quiet"],
+    [
+        "examples/dask_logistic.py",
+        "--rows",
+        "4000",
+        "--features",
+        "4",
+        "--chunk-rows",
+        "1000",
+        "--lbfgs-iters",
+        "2",
+        "--adam-steps",
+        "2",
+        "--subsample-rows",
+        "1000",
+        "--scheduler",
+        "threads",
+        "--no-throughput",
+        "--quiet",
+    ],
+    ["benchmarks/conv.py", "--batch", "2", "--rounds", "1", "--dtype", "float64"],
+    ["-m", "benchmarks.coverage"],
+    ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "compiled"],
     ["benchmarks/functional.py", "--rounds", "1"],
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "tapegrad"],
     ["-m", "benchmarks.memory", "--replot", "docs/memory.json"],
@@ -95,11 +121,24 @@ FAST_RUNS = [
 ]
 
 
+# What a run needs beyond NumPy (the examples' and the benchmarks' extras): skipped, never failed, without it.
+NEEDS = {
+    "classify_digits": ["sklearn"],
+    "cnn_digits": ["sklearn", "tqdm"],
+    "char_lm": ["tqdm"],
+    "gaussian_process": ["scipy"],
+    "dask_logistic": ["dask", "distributed"],
+    "benchmarks.coverage": ["autograd"],
+}
+
+
 @pytest.mark.parametrize("cwd", ["root", "examples"])
 @pytest.mark.parametrize("args", FAST_RUNS, ids=lambda a: " ".join(a[:2]))
 def test_default_outputs_leave_the_checkout_unchanged(args, cwd, tmp_path):
-    if "classify_digits" in args[0]:
-        pytest.importorskip("sklearn")
+    for script, modules in NEEDS.items():
+        if any(script in a for a in args[:2]):
+            for module in modules:
+                pytest.importorskip(module)
     if cwd == "examples" and args[0] == "-m":
         pytest.skip("python -m benchmarks.* runs from the repository root")
     where = ROOT if cwd == "root" else ROOT / "examples"
