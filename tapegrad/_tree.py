@@ -14,7 +14,7 @@ import numpy as np
 from ._tensor import Tensor
 from .backend import is_array
 
-_LEAF = "*"
+LEAF = "*"  # the spec of a leaf; compile/tree.py uses it for its dynamic leaves
 
 
 def is_leaf(x) -> bool:
@@ -42,7 +42,7 @@ def tree_flatten(tree, what: str = "argument"):
 
 def tree_unflatten(spec, leaves):
     """Rebuild the structure ``spec`` describes, with ``leaves`` in place of the original leaves."""
-    return _build(spec, iter(leaves))
+    return rebuild(spec, iter(leaves))
 
 
 # Module-level recursion, not nested closures: a closure that calls itself is a reference cycle, which
@@ -50,7 +50,7 @@ def tree_unflatten(spec, leaves):
 def _walk(node, leaves, what):
     if is_leaf(node):
         leaves.append(node)
-        return _LEAF
+        return LEAF
     if node is None:
         return None
     if isinstance(node, (list, tuple)):
@@ -63,13 +63,18 @@ def _walk(node, leaves, what):
     )
 
 
-def _build(spec, it):
-    if spec is _LEAF:
+def rebuild(spec, it):
+    """The structure ``spec`` describes, its leaves (``LEAF``) taken from the iterator ``it``. A spec that is
+    neither a leaf, None nor a container is a static leaf (``tapegrad.compile``'s), which stands for its
+    ``value``."""
+    if spec is LEAF:
         return next(it)
     if spec is None:
         return None
+    if type(spec) is not tuple:
+        return spec.value
     kind, keys, children = spec
-    values = [_build(c, it) for c in children]
+    values = [rebuild(c, it) for c in children]
     if keys is not None:
         return kind(zip(keys, values))
     if kind is not tuple and issubclass(kind, tuple):

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from .._tree import LEAF, rebuild
 from ..backend import is_array
 
 __all__ = ["DYNAMIC", "Static", "flatten", "unflatten", "is_dynamic"]
 
-DYNAMIC = "*"
+DYNAMIC = LEAF  # an array leaf, rebuilt from the call's arrays as the transforms' leaves are
 
 
 class Static:
@@ -62,7 +63,7 @@ def flatten(tree):
 
 def unflatten(spec, leaves):
     """Rebuild the tree ``spec`` describes, with ``leaves`` for its dynamic leaves."""
-    return _build(spec, iter(leaves))
+    return rebuild(spec, iter(leaves))
 
 
 def _walk(node, leaves):
@@ -74,17 +75,3 @@ def _walk(node, leaves):
         leaves.append(node)
         return DYNAMIC
     return Static(node)
-
-
-def _build(spec, it):
-    if spec is DYNAMIC:
-        return next(it)
-    if isinstance(spec, Static):
-        return spec.value
-    kind, keys, children = spec
-    values = [_build(c, it) for c in children]
-    if keys is not None:
-        return kind(zip(keys, values))
-    if kind is not tuple and issubclass(kind, tuple):
-        return kind(*values)  # a named tuple
-    return kind(values)
