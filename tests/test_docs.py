@@ -228,3 +228,20 @@ def test_the_digits_figures_in_prose_are_the_run_the_example_page_checks():
     percent, right, total = f"{shown.group(1)}.{shown.group(2)}%", shown.group(3), shown.group(4)
     assert f"**{percent}** test accuracy ({right}/{total})" in (ROOT / "README.md").read_text()
     assert f"**{percent} test accuracy** ({right} of the {total} held-out images)" in page
+
+
+def test_the_training_figures_in_the_readme_are_the_runs_the_example_pages_check():
+    readme = (ROOT / "README.md").read_text()
+    cnn = (ROOT / "docs" / "examples" / "cnn-digits.md").read_text()
+    # the default run's last epoch, which the page's console block (run by the doc tests) shows
+    accuracy = float(re.search(r"epoch +(\d+)/\1 +loss [0-9.]+ +test accuracy (0\.\d+)\n", cnn).group(2))
+    total = int(re.search(r"(\d+) test images", cnn).group(1))
+    right = round(accuracy * total)
+    assert f"**{100 * accuracy:.2f}%** test accuracy ({right} of {total} images)" in readme
+    assert f"**{100 * accuracy:.2f}% test accuracy** ({right} of the {total}" in cnn
+    lm = (ROOT / "docs" / "examples" / "char-lm.md").read_text()
+    held_out = float(
+        re.search(r"```console\n\$ python examples/char_lm.py\n(?:.*\n)*?step +600 .* held out ([0-9.]+)", lm).group(1)
+    )
+    assert f"**{held_out:.2f} bits per character**" in readme
+    assert f"**{held_out:.2f} bits per\ncharacter**" in lm or f"**{held_out:.2f} bits per character**" in lm
