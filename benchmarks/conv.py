@@ -208,6 +208,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu", help="process CPU time or wall-clock time")
     parser.add_argument("--dtype", choices=["float32", "float64", "both"], default="both", help="which precisions")
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("torch") is None:  # the benchmark is a comparison: without its twin, say so
+        parser.exit(2, "benchmarks/conv.py times tapegrad beside PyTorch, which is not installed: "
+                       "pip install torch==2.13.0 (a CPU wheel; never a tapegrad dependency)\n")  # fmt: skip
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     dtypes = (np.float32, np.float64) if args.dtype == "both" else (np.dtype(args.dtype).type,)
     with _one_thread():

@@ -129,6 +129,7 @@ NEEDS = {
     "gaussian_process": ["scipy"],
     "dask_logistic": ["dask", "distributed"],
     "benchmarks.coverage": ["autograd"],
+    "benchmarks/conv.py": ["torch"],  # a comparison with PyTorch: without it, it says so (the test below)
 }
 
 
@@ -149,6 +150,17 @@ def test_default_outputs_leave_the_checkout_unchanged(args, cwd, tmp_path):
     done = _run(args, tmp_path, cwd=where)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _porcelain() == before, f"{' '.join(args)} changed the checkout:\n{_porcelain()}"
+
+
+def test_a_benchmark_against_pytorch_says_what_to_install_where_pytorch_is_missing():
+    hide_torch = (  # torch may be installed here: None in sys.modules makes both import and find_spec miss it
+        "import runpy, sys; sys.modules['torch'] = None; "
+        f"sys.argv = ['conv.py', '--rounds', '1']; runpy.run_path({str(ROOT / 'benchmarks' / 'conv.py')!r}, "
+        "run_name='__main__')"
+    )
+    done = subprocess.run([sys.executable, "-c", hide_torch], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "pip install torch==2.13.0" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_the_examples_that_write_do_so_under_the_temporary_directory(tmp_path):
