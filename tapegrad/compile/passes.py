@@ -225,22 +225,30 @@ def donation_edges(graph, matched) -> dict:
         update = out.node if out is not None else None
         if update is None:
             continue
-        after, below = set(), _descendants(update, readers)
-        stack, seen = [w], set()
-        while stack:
-            v = stack.pop()
-            if id(v) in seen:
-                continue
-            seen.add(id(v))
-            for r in readers.get(id(v), ()):
-                if r is update or id(r) in below:
-                    continue
-                after.add(id(r))
-                if not kernel_of(r).fresh and any(a is v for a in r.args):  # a view of v (not of an index)
-                    stack.append(r.out)
+        skip = _descendants(update, readers) | {id(update)}  # the update, and what depends on it
+        after = {id(r) for r in _reads_of_memory(w, readers, skip)}
         if after:
             edges[id(update)] = after
     return edges
+
+
+def _reads_of_memory(w, readers, skip: set) -> list:
+    """The nodes that read ``w``'s memory: ``w`` itself and, through them, the views computed from it (a node
+    whose kernel makes no fresh array and that takes the value as an argument, not as an index), but the nodes
+    whose ids are in ``skip``, nor what they read."""
+    found, stack, seen = [], [w], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for r in readers.get(id(v), ()):
+            if id(r) in skip:
+                continue
+            found.append(r)
+            if not kernel_of(r).fresh and any(a is v for a in r.args):
+                stack.append(r.out)
+    return found
 
 
 def _descendants(node, readers) -> set:
@@ -340,19 +348,7 @@ def fuse_updates(graph, matched) -> None:
         if w.nbytes < _FUSE_BYTES:  # a small product: the passes saved cost less than calling another BLAS
             continue
         # every read of w's memory (w, and the views of it) other than the update must come before the product
-        last_other = -1
-        stack, seen = [w], set()
-        while stack:
-            v = stack.pop()
-            if id(v) in seen:
-                continue
-            seen.add(id(v))
-            for r in readers.get(id(v), ()):
-                if r is update:
-                    continue
-                last_other = max(last_other, pos[id(r)])
-                if not kernel_of(r).fresh and any(x is v for x in r.args):
-                    stack.append(r.out)
+        last_other = max((pos[id(r)] for r in _reads_of_memory(w, readers, {id(update)})), default=-1)
         if last_other >= pos[id(product)]:
             continue
         fused = Node(None, "gemm_update", gemm_update, (w, a, b, -lr), {}, out, update.line, update.grad_of)
