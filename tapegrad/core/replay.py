@@ -71,13 +71,10 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
     dict), without touching ``.grad``. Returns that dict, or None. Cotangents left for values of the earlier
     tapes this one used (``tape._upstream``) are appended to ``leftovers``, for the caller to continue there.
     """
-    if TRACING.n and not create_graph and TRACER.get() is not None:
-        raise TapeError(
-            "a plain backward pass (loss.backward(), or gradient() outside every tape) inside a function being "
-            "traced by tg.compile: its rules would run on arrays the program never sees, so its gradients would "
-            "be frozen at the first call's values. Compute gradients with tg.grad / tg.value_and_grad inside the "
-            "compiled function and return them"
-        )
+    if TRACING.n and not create_graph:
+        tracer = TRACER.get()
+        if tracer is not None:  # its rules would run on arrays the program never sees: refused, naming the line
+            tracer.backward("a plain backward pass (loss.backward(), or gradient() outside every tape)")
     entries = tape._entries
     retain = tape.persistent or create_graph  # a recorded replay reads the forward values again later
     grads: dict = {}
@@ -306,6 +303,10 @@ def seed(target, gradient, what, differentiable=False):
     """The cotangent a replay starts from at ``target``: ones for a scalar, else ``gradient`` checked and cast."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
+    if TRACING.n and not differentiable:  # inside tg.compile: what to write instead, at the user's line
+        tracer = TRACER.get()
+        if tracer is not None:
+            tracer.backward(f"{what}()")
     if target._node is None and not target.requires_grad:
         if ended_inside():
             raise TapeError(
