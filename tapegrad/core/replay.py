@@ -113,7 +113,7 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
             if optional:
                 g, op, ans, vals = _optional_steps(idx, rec, node, g, grads, create_graph, observer)
             if wanted_nodes is not None and node in wanted_nodes:  # a gradient() source: its cotangent is complete
-                found[node] = g
+                found[node] = _real_of_real(xp, g, wanted[node])
             vjps = op.vjps
             if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
                 joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
@@ -145,12 +145,12 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
                 leaf_hooks = getattr(key, "_hooks", None) if key.__class__ is not Node else None
                 if leaf_hooks is not None and LIVE.n:  # a leaf's hooks see gradient() too
                     g = run_hooks(leaf_hooks, g)
-                dtype = g.dtype if key.__class__ is Node else key._data.dtype
+                dtype = (wanted[key] or g.dtype) if key.__class__ is Node else key._data.dtype
                 # Counted on a line of its own: as an argument of _fresh, g would be on the stack once
                 # more. getrefcount's argument and our local leave 1 when nothing else holds g.
                 refs = _getrefcount(g) - 1
                 if create_graph:
-                    found[key] = _keeps_its_tape(_real_for(xp, g, key), tape)
+                    found[key] = _keeps_its_tape(_real_for(xp, _real_of_real(xp, g, wanted[key]), key), tape)
                 else:
                     found[key] = _fresh(g, dtype, refs)
             elif key.__class__ is Node:
@@ -425,6 +425,14 @@ def _write_grad(leaf, g, xp=None):
             if leaf.grad is old:
                 leaf.grad = new
                 return
+
+
+def _real_of_real(xp, g, dtype):
+    """The gradient of a source of ``dtype`` (None: not known): its real part where the source is real and the
+    cotangent complex (a real value that met complex ones downstream), as :func:`_real_for` does for leaves."""
+    if dtype is None or is_complex(dtype) or not is_complex(g._data if isinstance(g, Tensor) else g):
+        return g
+    return xp.real(g)
 
 
 def _real_for(xp, g, key):

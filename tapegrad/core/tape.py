@@ -271,7 +271,7 @@ class BaseTape:
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
-            wanted[key_of(s)] = None
+            wanted[key_of(s)] = s.dtype  # a real source's gradient is real, even where complex values met it
         found = self._replay(
             roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
         )
