@@ -27,6 +27,16 @@ def is_leaf(x) -> bool:
     )
 
 
+def holds_tensor(obj) -> bool:
+    """Whether ``obj`` is a tensor or a list or tuple holding one, at any depth: what NumPy would read as an
+    array-like, and make a constant of (``np.sum([t0, t1])``).
+
+    >>> holds_tensor([1.0, [Tensor(2.0)]]), holds_tensor([1.0, (2.0,)])
+    (True, False)
+    """
+    return isinstance(obj, Tensor) or (obj.__class__ in (list, tuple) and any(holds_tensor(o) for o in obj))
+
+
 def tree_flatten(tree, what: str = "argument"):
     """The leaves of ``tree`` in order, and a spec that :func:`tree_unflatten` rebuilds it from.
 

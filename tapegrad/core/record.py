@@ -16,6 +16,7 @@ import numpy as np
 from .._shapes import Shape
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
+from .._tree import holds_tensor
 from ..backend import NUMPY, common_backend
 from ..errors import TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
@@ -71,6 +72,7 @@ def apply(op, args, params):
         if out.__class__ is not _ndarray:
             out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
     else:
+        _lists_as_arrays(op, args, datas)
         out = _forward_any(op, args, datas, params)
     t = _new_tensor(Tensor)
     t._data = out
@@ -184,10 +186,27 @@ def _foreign_inputs(op, srcs, top, active):
         warn_once(
             f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
             "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
-            "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
+            "To accumulate a statistic write `total += loss.item()` after the record() block; to use the value as "
+            "a constant, `x.detach()`",
             TapeLeakWarning,
         )
         return
+
+
+def _lists_as_arrays(op, args, datas) -> None:
+    """List and tuple inputs become arrays (what NumPy would make of them, and what the rules and saved shapes
+    expect). One holding tensors (``tg.exp([t0, t1])``) would silently be a constant: refused, naming the op."""
+    for i, a in enumerate(args):
+        if a.__class__ not in (list, tuple):
+            continue
+        if not holds_tensor(a):
+            datas[i] = np.asarray(a)
+        else:
+            raise TypeError(
+                f"{op.name}: an input is a {type(a).__name__} holding tensors, which NumPy would turn into a constant "
+                "array with no gradient. Stack them on the tape first (tg.stack([...]), or tapegrad.numpy.array); "
+                "tapegrad.numpy's functions, and NumPy's own called on tensors, do it for you"
+            )
 
 
 def _forward_any(op, args, datas, params):

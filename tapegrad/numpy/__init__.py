@@ -35,9 +35,14 @@ from numpy import *  # noqa: F403  (NumPy's namespace; tensors dispatch to tapeg
 # are bound, `from . import linalg` would find the attribute and not import the submodule)
 del fft, linalg, random  # noqa: F821
 
-from . import _dispatch, fft, linalg, random  # noqa: E402, F401  (_dispatch installs NumPy's protocols on Tensor)
-from ._arrays import _has_tensor, array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
+from . import _dispatch, _namespace, fft, linalg, random  # noqa: E402, F401  (_dispatch: NumPy's protocols on Tensor)
+from ._table import MAIN as _MAIN  # noqa: E402
+
+globals().update(_namespace.wrapped(_np, _np.__all__, _MAIN))  # NumPy's functions, recording tensors inside lists
+
+from ._arrays import array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
 from ._dispatch import implementation  # noqa: E402
+from ._index_tricks import c_, r_  # noqa: E402
 
 __all__ = [
     "array",
@@ -47,9 +52,8 @@ __all__ = [
     "asfortranarray",
     "asarray_chkfinite",
     "full",
-    "mean",
-    "std",
-    "var",
+    "r_",
+    "c_",
     "implementation",
 ]
 
@@ -65,30 +69,6 @@ def asarray_chkfinite(a, dtype=None, order=None):
     if not _np.isfinite(getattr(out, "_data", out)).all():
         raise ValueError("array must not contain infs or NaNs")
     return out
-
-
-def _listed(a):
-    return array(a) if isinstance(a, (list, tuple)) and _has_tensor(a) else a
-
-
-def mean(a, *args, **kwargs):
-    """``np.mean``; a list holding tensors is stacked first (as ``autograd.numpy``'s).
-
-    >>> import tapegrad as tg, tapegrad.numpy as np
-    >>> np.mean([tg.Tensor(1.0), 3.0])
-    Tensor(2.)
-    """
-    return _np.mean(_listed(a), *args, **kwargs)
-
-
-def std(a, *args, **kwargs):
-    """``np.std``; a list holding tensors is stacked first (as ``autograd.numpy``'s)."""
-    return _np.std(_listed(a), *args, **kwargs)
-
-
-def var(a, *args, **kwargs):
-    """``np.var``; a list holding tensors is stacked first (as ``autograd.numpy``'s)."""
-    return _np.var(_listed(a), *args, **kwargs)
 
 
 def __getattr__(name):

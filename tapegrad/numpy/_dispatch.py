@@ -2,7 +2,9 @@
 ``np.linalg.solve(a, t)`` (NEP 18, ``__array_function__``) run tapegrad's function for the NumPy one, from the
 one table (:mod:`tapegrad.numpy._table`), and return a tensor on the tape.
 
-What has no rule raises a ``TypeError`` naming the function, never a silent constant: a NumPy function or ufunc
+Tensors inside lists (``np.where(t > 0, t, [t0, t1])``, ``np.concatenate([t, [t0]])``) are stacked on the tape
+first (:mod:`tapegrad.numpy._nested`). What has no rule raises a ``TypeError`` naming the function, never a
+silent constant: a NumPy function or ufunc
 tapegrad does not implement, the ufunc methods without a tapegrad meaning (``np.maximum.accumulate``, ``at``,
 ``reduceat``), and ``out=`` (a write into an existing array; for ``a += t`` with an array ``a``, write
 ``a = a + t``). ``np.asarray(t)`` (or ``t.data``) stays the way to use a tensor's value as a constant on purpose.
@@ -27,11 +29,13 @@ import tapegrad.ops as ops
 
 from .._tensor import Tensor
 from ..tensor_methods import set_numpy_protocols
+from ._nested import SEQUENCES, lift, nested
 from ._signatures import UnsupportedArgument, cast, unsupported
 from ._table import ACCUMULATE, FFT, LINALG, LOGADDEXP_REDUCE, MAIN, REDUCE
 
 UFUNCS: dict = {}  # np.exp -> tapegrad's exp
 FUNCTIONS: dict = {}  # np.sum -> tapegrad's sum under NumPy's signature
+ARGUMENTS: dict = {}  # np.concatenate -> its parameters that are sequences of arrays (see _nested.SEQUENCES)
 
 
 def _build() -> None:
@@ -39,15 +43,18 @@ def _build() -> None:
         for name, f in table.items():
             obj = getattr(module, name)
             (UFUNCS if isinstance(obj, np.ufunc) else FUNCTIONS)[obj] = f
+            ARGUMENTS[obj] = SEQUENCES.get(name, ())
 
 
 def implementation(numpy_function):
     """The tapegrad function that runs for ``numpy_function`` on tensors, or None where tapegrad has no rule.
 
     >>> import numpy as np, tapegrad as tg, tapegrad.numpy as tnp
-    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(np.i0)
-    (True, None)
+    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(tnp.exp) is tg.exp, tnp.implementation(np.i0)
+    (True, True, None)
     """
+    # tapegrad.numpy's names are NumPy's functions and ufuncs, wrapped: the table is keyed by NumPy's own
+    numpy_function = getattr(numpy_function, "numpy_ufunc", getattr(numpy_function, "__wrapped__", numpy_function))
     return UFUNCS.get(numpy_function) if isinstance(numpy_function, np.ufunc) else FUNCTIONS.get(numpy_function)
 
 
@@ -157,6 +164,8 @@ def _method(ufunc, method, inputs, kwargs):
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """``Tensor.__array_ufunc__`` (NEP 13): ``np.exp(t)``, ``ndarray + t``, ``np.add.reduce(t)`` on the tape."""
+    if nested(inputs, None):  # np.add(t, [t0, t1]): the list's tensors are stacked on the tape
+        inputs, _ = lift(inputs, {}, ())
     if method == "__call__":
         f = UFUNCS.get(ufunc)
         if f is not None and not kwargs:
@@ -172,6 +181,8 @@ def array_function(self, func, types, args, kwargs):
     f = FUNCTIONS.get(func)
     if f is None:
         raise no_rule(_numpy_name(func), args)
+    if nested(args, kwargs):  # np.where(t > 0, t, [t0, t1]): tensors inside lists are stacked on the tape
+        args, kwargs = lift(args, kwargs, ARGUMENTS[func])
     try:
         return f(*args, **kwargs)
     except UnsupportedArgument as err:

@@ -71,7 +71,7 @@ def einsum_subscripts(args):
     """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as (subscripts string, operands).
 
     >>> einsum_subscripts(("a", [0, 1], "b", [1, 2], [0, 2]))
-    ('Ab,bc->Ac', ('a', 'b'))
+    ('AB,BC->AC', ('a', 'b'))
     """
     args = tuple(args)
     pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
