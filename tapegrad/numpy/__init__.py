@@ -1,8 +1,9 @@
 """``tapegrad.numpy``: NumPy's namespace, differentiable on tensors. ``import tapegrad.numpy as np`` and code
 written for ``autograd.numpy`` runs with only its imports changed.
 
-Every name is NumPy's: ``np.exp``, ``np.sum``, ``np.linalg.solve`` are NumPy's own functions, so on arrays
-and numbers they run NumPy and return what NumPy returns; given a tensor, NumPy hands the call to tapegrad
+Every name is NumPy's: ``np.exp``, ``np.sum``, ``np.linalg.solve`` are NumPy's own functions (wrapped so that
+tensors inside lists are stacked on the tape first: ``np.sum([x[0], x[1]])`` records), so on arrays and numbers
+they run NumPy and return what NumPy returns; given a tensor, NumPy hands the call to tapegrad
 (``Tensor.__array_ufunc__`` and ``__array_function__``), which runs its op and records it. The table of what
 tapegrad implements is :func:`implementation`'s; a NumPy function it has no rule for raises a ``TypeError``
 naming it on tensors, never a silent constant.
@@ -17,8 +18,8 @@ Four kinds of name:
   (``zeros``, ``eye``, ``arange``: constants to a tape) and ``np.random``;
 - **tapegrad's own**, for the constructors NumPy does not dispatch: ``array`` and ``asarray`` stack tensors
   found in lists on the tape (``np.array([x, 2 * x])``) and keep a tensor itself, where real NumPy's
-  ``np.asarray(t)`` leaves the tape on purpose; ``full`` with a tensor fill value; ``mean``, ``std`` and ``var``
-  of lists of tensors.
+  ``np.asarray(t)`` leaves the tape on purpose; ``full`` with a tensor fill value; ``r_`` and ``c_``, which
+  concatenate tensors on the tape.
 
 >>> import tapegrad as tg
 >>> import tapegrad.numpy as np

@@ -54,7 +54,7 @@ def implementation(numpy_function):
     (True, True, None)
     """
     # tapegrad.numpy's names are NumPy's functions and ufuncs, wrapped: the table is keyed by NumPy's own
-    numpy_function = getattr(numpy_function, "numpy_ufunc", getattr(numpy_function, "__wrapped__", numpy_function))
+    numpy_function = getattr(numpy_function, "numpy_function", numpy_function)
     return UFUNCS.get(numpy_function) if isinstance(numpy_function, np.ufunc) else FUNCTIONS.get(numpy_function)
 
 

@@ -37,6 +37,7 @@ def function(numpy_function, name: str):
         return numpy_function(*args, **kwargs)
 
     functools.update_wrapper(f, numpy_function)
+    f.numpy_function = numpy_function  # what it wraps (tnp.implementation reads it), as ufunc's
     return f
 
 
@@ -45,21 +46,21 @@ class ufunc:  # noqa: N801  (NumPy's name for what it stands for)
     ``np.multiply.outer``); every other attribute is the ufunc's own (``nin``, ``identity``, ``types``).
 
     >>> import numpy, tapegrad.numpy as np
-    >>> np.add.nin, np.add.reduce([1.0, 2.0]), np.add.numpy_ufunc is numpy.add
+    >>> np.add.nin, np.add.reduce([1.0, 2.0]), np.add.numpy_function is numpy.add
     (2, np.float64(3.0), True)
     """
 
     def __init__(self, numpy_ufunc):
-        self.numpy_ufunc = numpy_ufunc
+        self.numpy_function = numpy_ufunc
         self.__doc__ = numpy_ufunc.__doc__
 
     def __call__(self, *args, **kwargs):
         if nested(args, kwargs):
             args, kwargs = lift(args, kwargs, ())
-        return self.numpy_ufunc(*args, **kwargs)
+        return self.numpy_function(*args, **kwargs)
 
     def __getattr__(self, name):
-        attribute = getattr(self.numpy_ufunc, name)
+        attribute = getattr(self.numpy_function, name)
         if name not in _METHODS:
             return attribute
 
@@ -71,7 +72,7 @@ class ufunc:  # noqa: N801  (NumPy's name for what it stands for)
         return method
 
     def __repr__(self) -> str:
-        return f"<ufunc {self.numpy_ufunc.__name__!r} (tapegrad.numpy)>"
+        return f"<ufunc {self.numpy_function.__name__!r} (tapegrad.numpy)>"
 
 
 def wrapped(module, names, implemented=()) -> dict:
