@@ -36,9 +36,8 @@ from .compare import (
     less_equal,
     nonzero,
     not_equal,
-    sign,
 )
-from .complex_numbers import angle, conj, conjugate, imag, real
+from .complex_numbers import angle, conj, conjugate, imag, real, sign
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .creation import (
     arange,
