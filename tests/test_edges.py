@@ -110,3 +110,87 @@ def test_a_function_without_a_gradient_is_locally_constant_on_complex_input(name
 
 def _flat(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+# -- NaN: a result that is NaN because an input is NaN sends the gradient there ----------------------------------
+NAN = np.nan
+X_NAN = np.array([1.0, NAN, 3.0, 2.0])
+
+
+def _grad_at_nan(f, x=X_NAN):
+    """The gradient of sum(w * f(x)), w = 1, 2, ...: where the gradient of each output went."""
+
+    def loss(x):
+        out = f(x)
+        return tg.sum(out * np.arange(1.0, out.size + 1).reshape(out.shape))
+
+    with np.errstate(all="raise"):  # no 0/0 or g/0 on the way
+        return tg.grad(loss)(x)
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (tg.max, [0, 1, 0, 0]),
+        (tg.min, [0, 1, 0, 0]),
+        (tg.amax, [0, 1, 0, 0]),
+        (tnp.max, [0, 1, 0, 0]),
+        (np.maximum.reduce, [0, 1, 0, 0]),
+        (lambda x: tg.max(tg.stack([x, x * 2.0])), [0, 1.5, 0, 0]),  # two NaNs share it: 1/2 + 2 * 1/2
+        (lambda x: tg.relu(x), [1, 2, 3, 4]),  # max(NaN, 0) is the NaN x
+        (lambda x: tg.maximum(x, np.array([2.0, 0.5, 0.5, 2.0])), [0, 2, 3, 2]),
+        (lambda x: tg.minimum(x, np.array([2.0, 0.5, 0.5, 2.0])), [1, 2, 0, 2]),
+        (tg.median, [0, 1, 0, 0]),  # the NaN sorts last; NumPy's median is NaN
+        (lambda x: tg.quantile(x, 0.3), [0, 1, 0, 0]),
+        (tg.sort, [1, 4, 3, 2]),
+        (lambda x: tg.clip(x, 0.0, 2.5), [1, 2, 0, 4]),
+        (lambda x: tg.nn.functional.max_pool1d(tg.reshape(x, (1, 1, 4)), 2), [0, 1, 2, 0]),
+    ],
+    ids=[
+        "max", "min", "amax", "np.max", "maximum.reduce", "max-two-nans", "relu", "maximum", "minimum", "median",
+        "quantile", "sort", "clip", "max_pool1d",
+    ],
+)  # fmt: skip
+def test_the_gradient_of_a_nan_result_goes_to_the_nan(f, expected):
+    np.testing.assert_array_equal(_grad_at_nan(f), expected)
+
+
+def test_maximum_of_two_nans_sends_the_gradient_to_the_first_as_numpy_returns_it():
+    x, y = np.array([NAN, 1.0, NAN]), np.array([NAN, NAN, 0.0])
+    gx, gy = tg.grad(lambda x, y: tg.sum(tg.maximum(x, y)), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [1, 0, 1])
+    np.testing.assert_array_equal(gy, [0, 1, 0])
+    gx, gy = tg.grad(lambda x, y: tg.sum(tg.minimum(x, y)), argnums=(0, 1))(x, y)
+    np.testing.assert_array_equal(gx, [1, 0, 1])
+    np.testing.assert_array_equal(gy, [0, 1, 0])
+
+
+def test_the_nan_skipping_reductions_of_a_slice_of_nan_only_send_the_gradient_to_its_nans():
+    x = np.array([[NAN, NAN], [1.0, NAN]])
+    for f in (tg.nanmax, tg.nanmin):
+        np.testing.assert_array_equal(_grad_at_nan(lambda x, f=f: f(x, axis=1), x), [[0.5, 0.5], [2, 0]])
+    for f in (tnp.nanmedian, lambda x, axis: tnp.nanquantile(x, 0.3, axis=axis)):
+        g = _grad_at_nan(lambda x, f=f: f(x, axis=1), x)
+        assert g[0].sum() == 1 and set(g[0]) == {0.0, 1.0}  # one of the NaNs, with the whole gradient
+        np.testing.assert_array_equal(g[1], [2, 0])
+
+
+def test_the_inf_norm_of_a_vector_holding_nan_sends_the_gradient_there():
+    g = _grad_at_nan(lambda x: tg.linalg.vector_norm(x, ord=np.inf))
+    assert np.isnan(g[1]) and np.all(g[[0, 2, 3]] == 0)  # |x|'s derivative at NaN is NaN: the NaN shows
+
+
+@needs_torch
+def test_max_of_a_nan_agrees_with_pytorch():
+    for x in (X_NAN, np.array([NAN, 1.0, NAN])):
+        t = torch.tensor(x, requires_grad=True)
+        torch.max(t).backward()
+        np.testing.assert_array_equal(tg.grad(tg.max)(x), t.grad.numpy())
+
+
+@pytest.mark.parametrize("f", [tg.absolute, tg.fabs], ids=["absolute", "fabs"])
+def test_the_gradient_of_abs_at_zero_is_a_select_even_under_an_infinite_cotangent(f):
+    # sqrt(|x|) at 0: the cotangent reaching |x| is infinite, and a select (not g * sign(x)) keeps the 0 exact
+    with np.errstate(divide="ignore"):
+        g = tg.grad(lambda x: tg.sum(tg.sqrt(f(x))))(np.array([0.0, 4.0]))
+    np.testing.assert_array_equal(g, [0.0, 0.25])

@@ -229,8 +229,8 @@ def _vector_norm_vjp(xp, g, ans, x, axis=None, keepdims=False, ord=2):
     ax = xp.absolute(x)
     if ord == 1:
         return g * _sign_of(xp, x, ax)
-    if ord in (math.inf, -math.inf):  # the extreme element(s), ties sharing the gradient evenly
-        at = ax == n
+    if ord in (math.inf, -math.inf):  # the extreme element(s), ties sharing the gradient evenly, or the NaNs
+        at = xp.logical_or(ax == n, ax != ax)
         ties = xp.sum(xp.astype(at, ax.dtype), axis=axis, keepdims=True)
         return xp.where(at, g / ties, 0) * _sign_of(xp, x, ax)
     # a p-norm: (|x| / n)^(p - 1) sign(x); 0 where x or the norm is 0
