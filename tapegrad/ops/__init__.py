@@ -10,7 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
-from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
+from . import decompositions, determinants, fft, matrix_functions  # noqa: F401  (the linear-algebra and FFT ops)
 from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .arrange import (
     flatten,
