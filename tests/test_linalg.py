@@ -418,6 +418,7 @@ AT_SINGULAR = [
     ("eig-one-value", lambda a: tg.real(la.eigvals(a)[:1]), _defective()[:2, :2], None),  # shared: their mean's
     ("eig-vectors", lambda a: tg.real(la.eig(a).eigenvectors[1, 1]), _defective(), "eig: the matrix is defective"),
     ("eig-trace", lambda a: tg.real(tg.sum(la.eigvals(a))), _defective(), None),
+    ("eig-trace-of-3", lambda a: tg.real(tg.sum(la.eigvals(a) * 0.1)), np.diag([2.0, 2.0, 2.0, 5.0]) + np.diag([1.0, 1.0, 0.0], k=1), None),
     ("qr", lambda a: la.qr(a).Q, RANK_1, "qr: the matrix has rank below"),
     ("qr-R", lambda a: la.qr(a).R, RANK_1, "qr: the matrix has rank below"),
     ("svd-zero-vector", lambda a: la.svd(a, full_matrices=False).U[:, 1] ** 2, RANK_1, "svd: the loss depends on the"),
