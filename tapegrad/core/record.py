@@ -32,15 +32,33 @@ _NOTHING = frozenset()
 
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
-    # One pass over the inputs: the arrays for the forward; keys and the grad mask for the tape.
+    active = _get_active()
+    top = active[-1]._ref if active else None
+    datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
+    out = _forward_numpy(op, args, datas, params) if plain else _forward_any(op, args, datas, params)
+    t = _new_tensor(Tensor)
+    t._data = out
+    t.grad = None
+    if active and mask:
+        if foreign is not None:
+            _foreign_inputs(op, srcs, top, active)
+        _record(op, datas, srcs, mask, params, t, active, top)
+    else:
+        t.requires_grad = False
+        t._node = None
+    if TRACING.n:
+        _trace(op, datas, params, t)
+    return t
+
+
+def _inputs(args, top, watched):
+    """One pass over the inputs: the arrays for the forward; the keys and the grad mask for the tape; whether
+    every array is NumPy's (the NumPy forward is then called directly); an input recorded under another tape."""
     datas = []
     srcs = []
     mask = bit = 0
-    active = _get_active()
-    top = active[-1]._ref if active else None
-    watched = _get_watched() if active else _NOTHING
     foreign = None
-    plain = True  # every array is NumPy: call the NumPy forward directly (tapegrad.backend for the others)
+    plain = True
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
@@ -63,32 +81,27 @@ def apply(op, args, params):
             datas.append(a)
             srcs.append(None)
         bit += 1
-    if plain:
-        try:
-            out = op.forward(*datas, **params) if params else op.forward(*datas)
-        except (ValueError, TypeError) as err:
-            raise _forward_error(op, args, err) from None
-        if out.__class__ is not _ndarray:
-            out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
-    else:
-        out = _forward_any(op, args, datas, params)
-    t = _new_tensor(Tensor)
-    t._data = out
-    t.grad = None
-    if not (active and mask):
-        t.requires_grad = False
-        t._node = None
-        if TRACING.n:
-            _trace(op, datas, params, t)
-        return t
-    if foreign is not None:
-        _foreign_inputs(op, srcs, top, active)
+    return datas, srcs, mask, plain, foreign
+
+
+def _forward_numpy(op, args, datas, params):
+    """The forward of ``op`` on NumPy arrays and Python numbers: its NumPy function, called as it is."""
+    try:
+        out = op.forward(*datas, **params) if params else op.forward(*datas)
+    except (ValueError, TypeError) as err:
+        raise _forward_error(op, args, err) from None
+    return out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
+
+
+def _record(op, datas, srcs, mask, params, t, active, top):
+    """The entry of ``t = op(...)`` on every active tape: one record, one node, one entry per tape."""
+    out = t._data
     shapes = None
     if op.broadcast:
         oshape = out.shape
         bit = 1
         for d in datas:
-            if mask & bit and d.shape != oshape:
+            if mask & bit and d.shape != oshape:  # an input that needs a gradient was broadcast
                 shapes = tuple([getattr(d, "shape", None) for d in datas])
                 break
             bit <<= 1
@@ -110,15 +123,7 @@ def apply(op, args, params):
     for tape in active:
         e = Entry(node, entry_died)
         e.rec = rec
-        entries = tape._entries
-        entries.append(e)
-        if len(entries) >= tape._compact_at:
-            tape._compact()
-        if tape._monitors:
-            _run_monitors(tape, e, t, active)
-    if TRACING.n:
-        _trace(op, datas, params, t)
-    return t
+        tape.append(e, t, active)
 
 
 def _trace(op, datas, params, out):
@@ -138,24 +143,6 @@ def saved_values(op, datas):
     if op.variadic:
         flags = flags * len(datas)
     return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
-
-
-def _run_monitors(tape, entry, out, active):
-    """Call ``tape``'s monitors on the entry just recorded; one that raises refuses the op: the entry is taken
-    off every tape that recorded it, so the tapes are exactly as before the op (a budget, an anomaly)."""
-    try:
-        for monitor in tape._monitors:
-            monitor(tape, entry, out)
-    except BaseException:
-        node, rec = entry(), entry.rec
-        for t in active:
-            entries = t._entries
-            if entries and entries[-1]() is node and entries[-1].rec is rec:
-                entries.pop().rec = None
-            if t is tape:
-                break
-        entry.rec = None
-        raise
 
 
 def _foreign_inputs(op, srcs, top, active):
@@ -178,7 +165,7 @@ def _foreign_inputs(op, srcs, top, active):
         earlier = ref()
         if earlier is not None and ref.state == "recording" and earlier._differentiated:
             for t in active:
-                t._upstream[id(earlier)] = earlier
+                t.keep_upstream(earlier)
             continue
         state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
         warn_once(
