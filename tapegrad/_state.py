@@ -49,6 +49,7 @@ __all__ = [
     "TRACING",
     "TRACER",
     "tracer",
+    "is_traced",
     "concrete",
 ]
 
@@ -116,6 +117,21 @@ def tracer():
     True
     """
     return TRACER.get() if TRACING.n else None
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` (a tensor or an array) is a value of a function that ``tg.compile`` is tracing in this
+    context: code that must not read its values (a layer's running statistics, a loss's targets) computes
+    with ops instead. The tracer is asked (``tracer.traces(array)``); untraced code pays one attribute read.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> is_traced(np.ones(2))
+    False
+    >>> tg.compile(lambda x: x * is_traced(x))(np.ones(2))
+    array([1., 1.])
+    """
+    t = tracer()
+    return t is not None and t.traces(getattr(x, "_data", x))
 
 
 def concrete(array, what: str) -> None:

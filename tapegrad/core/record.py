@@ -16,7 +16,7 @@ import numpy as np
 from .._shapes import Shape
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
-from ..backend import NUMPY, common_backend
+from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
@@ -26,7 +26,6 @@ _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
 _get_active = ACTIVE.get
 _get_watched = WATCHED.get
-_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # raw inputs NumPy runs as is
 _NOTHING = frozenset()
 
 
@@ -76,7 +75,7 @@ def _inputs(args, top, watched):
                 if a.requires_grad or (watched and id(a) in watched):
                     mask |= 1 << bit
         else:
-            if a.__class__ not in _PLAIN:
+            if a.__class__ not in PLAIN:
                 plain = False
             datas.append(a)
             srcs.append(None)
@@ -203,7 +202,7 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
-    if all(d.__class__ in _PLAIN for d in datas):
+    if all(d.__class__ in PLAIN for d in datas):
         try:
             out = Tensor._wrap(np.asarray(op.forward(*datas, **params)))
         except (ValueError, TypeError) as err:

@@ -22,7 +22,8 @@ The namespace a recorded replay's rules compute with is a slot that :mod:`tapegr
 (:func:`set_differentiable_rules`), as the op tables sit above this layer.
 
 While a function is traced (:mod:`tapegrad.compile`), a recorded replay tells the tracer which entry it
-differentiates (``tracer.replaying(node, rec)``), so the program can say which forward line each rule's ops come from; a plain replay is refused there, since its rules
+differentiates (``tracer.replaying(node, rec)`` before its rules run, ``tracer.replayed()`` after), so the
+program can say which forward line each rule's ops come from; a plain replay is refused there, since its rules
 would run on arrays the tracer never sees.
 """
 
@@ -169,13 +170,23 @@ def _walk_recorded(entries, grads, xp, steps):
                 check_saved(op, rec[SAVED], rec[ANS], rec[EPOCH])
             g, ans, vals = _as_tensors(steps.hooked(node, g), rec[ANS], rec[SAVED], rec[SRCS], node)
             op = steps.observed(idx, rec, node, g, grads)
-            if tracer is not None:
-                tracer.replaying(node, rec)
-            _pull(_recorded_rules(op, rec), xp, g, ans, vals, rec, grads, True)
+            if tracer is None:
+                _pull(_recorded_rules(op, rec), xp, g, ans, vals, rec, grads, True)
+            else:
+                _pull_traced(tracer, node, _recorded_rules(op, rec), xp, g, ans, vals, rec, grads)
             rec = g = ans = vals = None
     except BaseException as err:
         return idx, op, err
     return None
+
+
+def _pull_traced(tracer, node, op, xp, g, ans, vals, rec, grads):
+    """:func:`_pull` while a function is traced: the tracer knows whose rules its ops come from."""
+    tracer.replaying(node, rec)
+    try:
+        _pull(op, xp, g, ans, vals, rec, grads, True)
+    finally:
+        tracer.replayed()
 
 
 def _pull(op, xp, g, ans, vals, rec, grads, recorded):

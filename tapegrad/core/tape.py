@@ -54,8 +54,8 @@ never by reaching into its attributes:
 - **The differentiable rules slot**: :func:`tapegrad.core.replay.set_differentiable_rules`, filled by the ops.
 - **The tracer** (compiled tapes): while a function is traced, ``tapegrad._state.TRACER`` holds this context's
   tracer. ``apply`` and ``apply_nondiff`` report every op to ``tracer.op(op, inputs, params, out)``; a recorded
-  replay reports each entry it differentiates to ``tracer.replaying(node, rec)``, and a plain replay is refused
-  (its rules would run unseen); Python reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
+  replay reports each entry it differentiates to ``tracer.replaying(node, rec)`` before its rules run and calls
+  ``tracer.replayed()`` after them, and a plain replay is refused (its rules would run unseen); Python reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
   changes ask the tracer first (``tracer.concrete``, ``tracer.modified``). ``TRACING.n`` counts traces in
   progress anywhere, so untraced code pays one attribute read per op.
 """
