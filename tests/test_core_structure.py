@@ -59,6 +59,8 @@ def functions(path: pathlib.Path):
                 visit(child, f"{prefix}{child.name}.")
             elif isinstance(child, ast.ClassDef):
                 visit(child, f"{prefix}{child.name}.")
+            else:  # a function defined inside an if, a loop, a with...
+                visit(child, prefix)
 
     visit(ast.parse(path.read_text()), "")
     return found

@@ -11,6 +11,8 @@ the constants' and the comparisons' ops as much as the recorded ones. Untraced c
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .._shapes import Shape
@@ -20,13 +22,15 @@ from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
-__all__ = ["apply", "apply_nondiff", "saved_values"]
+__all__ = ["apply", "function_of", "apply_nondiff", "saved_values"]
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
 _get_active = ACTIVE.get
 _get_watched = WATCHED.get
 _NOTHING = frozenset()
+_NO_PARAMS = MappingProxyType({})  # the parameters of an op called without any (shared, so read-only)
+_MISSING = object()  # an argument not given
 
 
 def apply(op, args, params):
@@ -119,6 +123,142 @@ def _record(op, datas, srcs, mask, params, t, active, top):
     node.tape = top
     t.requires_grad = True
     t._node = node
+    for tape in active:
+        e = Entry(node, entry_died)
+        e.rec = rec
+        tape.append(e, t, active)
+
+
+def function_of(op):
+    """The public function of the differentiable ``op``: ``fn(*args, **params)`` runs :func:`apply`, and an op of
+    one or two inputs called with them alone takes a shorter path to the same entry (:func:`_unary`,
+    :func:`_binary`).
+
+    >>> import tapegrad as tg
+    >>> tg.exp.op.arity, float(tg.exp(tg.Tensor(0.0)))
+    (1, 1.0)
+    """
+    if op.variadic:
+
+        def fn(tensors, **params):
+            return apply(op, tuple(tensors), params)
+
+        return fn
+    if op.arity == 1:
+        return _unary(op)
+    if op.arity == 2:
+        return _binary(op)
+
+    def fn(*args, **params):
+        return apply(op, args, params)
+
+    return fn
+
+
+def _unary(op):
+    """``fn(x)`` for a one-input op: on a NumPy input (a tensor, an array or a number), while at most one thing
+    records and nothing is traced, the entry :func:`apply` would record, built without its lists."""
+
+    def fn(x, /, *more, **params):
+        if more or params or TRACING.n:
+            return apply(op, (x, *more), params)
+        dx = x._data if x.__class__ is Tensor else x
+        if dx.__class__ not in PLAIN:
+            return apply(op, (x,), _NO_PARAMS)
+        try:
+            out = op.forward(dx)
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, (x,), err) from None
+        t = _new_tensor(Tensor)
+        t._data = out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs give NumPy scalars for 0-d
+        t.grad = None
+        active = _get_active()
+        if active:
+            _record1(op, x, dx, t, active)
+        else:
+            t.requires_grad = False
+            t._node = None
+        return t
+
+    return fn
+
+
+def _record1(op, x, dx, t, active):
+    # The unary short path's entry: _record's, for one input.
+    top = active[-1]._ref
+    src = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
+    if src is None or not (src is not x or x.requires_grad or id(x) in _get_watched()):
+        t.requires_grad = False
+        t._node = None
+        return
+    if src is not x and src.tape is not top:  # recorded under another tape
+        _foreign_inputs(op, (src,), top, active)
+    save = op.save
+    vals = (dx,) if save is True else (op.nosave if save is None else saved_values(op, (dx,)))
+    node = Node()
+    node.tape = top
+    t.requires_grad = True
+    t._node = node
+    rec = (op, (src,), vals, t._data if op.save_ans else None, None, _NO_PARAMS, CLOCK.tick, 1)
+    for tape in active:
+        e = Entry(node, entry_died)
+        e.rec = rec
+        tape.append(e, t, active)
+
+
+def _binary(op):
+    """``fn(x, y)`` for a two-input op: on NumPy inputs (tensors, arrays or numbers), while at most one thing
+    records and nothing is traced, the entry :func:`apply` would record, built without its lists."""
+
+    def fn(x, y=_MISSING, /, *more, **params):
+        if y is _MISSING or more or params or TRACING.n:
+            return apply(op, (x,) if y is _MISSING else (x, y, *more), params)
+        dx = x._data if x.__class__ is Tensor else x
+        dy = y._data if y.__class__ is Tensor else y
+        if dx.__class__ not in PLAIN or dy.__class__ not in PLAIN:
+            return apply(op, (x, y), _NO_PARAMS)
+        try:
+            out = op.forward(dx, dy)
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, (x, y), err) from None
+        t = _new_tensor(Tensor)
+        t._data = out if out.__class__ is _ndarray else np.asarray(out)
+        t.grad = None
+        active = _get_active()
+        if active:
+            _record2(op, x, y, dx, dy, t, active)
+        else:
+            t.requires_grad = False
+            t._node = None
+        return t
+
+    return fn
+
+
+def _record2(op, x, y, dx, dy, t, active):
+    # The binary short path's entry: _record's, for two inputs.
+    top = active[-1]._ref
+    sx = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
+    sy = (y._node or y) if y.__class__ is Tensor else None
+    bx = sx is not None and (sx is not x or x.requires_grad or id(x) in _get_watched())
+    by = sy is not None and (sy is not y or y.requires_grad or id(y) in _get_watched())
+    if not (bx or by):
+        t.requires_grad = False
+        t._node = None
+        return
+    if (bx and sx is not x and sx.tape is not top) or (by and sy is not y and sy.tape is not top):
+        _foreign_inputs(op, (sx, sy), top, active)
+    out = t._data
+    shapes = None
+    if op.broadcast and ((bx and dx.shape != out.shape) or (by and dy.shape != out.shape)):
+        shapes = (getattr(dx, "shape", None), getattr(dy, "shape", None))  # an input needing a gradient broadcast
+    save = op.save
+    vals = (dx, dy) if save is True else (op.nosave if save is None else saved_values(op, (dx, dy)))
+    node = Node()
+    node.tape = top
+    t.requires_grad = True
+    t._node = node
+    rec = (op, (sx, sy), vals, out if op.save_ans else None, shapes, _NO_PARAMS, CLOCK.tick, bx | by << 1)
     for tape in active:
         e = Entry(node, entry_died)
         e.rec = rec

@@ -41,7 +41,7 @@ from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
 from .grads import hand_over
 from .hooks import LIVE, run_hooks
-from .node import ANS, EPOCH, MASK, OP, PARAMS, SAVED, SHAPES, SRCS, Node
+from .node import ANS, EPOCH, OP, SAVED, SRCS, Node
 
 __all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of"]
 
@@ -66,13 +66,14 @@ class Outcome:
 
     ``found``: the gradients ``wanted`` asked for, by key (None for a backward); ``leftovers``: ``(key, cotangent)``
     pairs for values of the earlier tapes in ``upstream``, to continue there; ``failure``: None, or ``(position,
-    op, error)`` where the replay raised (position None: before any entry; ``"leaves"``: handing gradients over).
+    op, error)`` where the replay raised (position None: before any entry; ``"leaves"``: handing gradients over);
+    ``kept``: the nodes the replay passed, to drop after the tape's entries (see :func:`_walk_plain`).
     """
 
-    __slots__ = ("found", "leftovers", "failure")
+    __slots__ = ("found", "leftovers", "failure", "kept")
 
-    def __init__(self, found, leftovers, failure):
-        self.found, self.leftovers, self.failure = found, leftovers, failure
+    def __init__(self, found, leftovers, failure, kept):
+        self.found, self.leftovers, self.failure, self.kept = found, leftovers, failure, kept
 
 
 def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observer=None, upstream=(), home=None):
@@ -97,10 +98,11 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
     xp = _rules_for(roots, create_graph)
     found = {} if wanted is not None else None
     steps = _Steps.asked_for(observer, wanted, found, create_graph)
+    kept: list = []
     if create_graph:
         failure = _walk_recorded(entries, grads, xp, steps)
     else:
-        failure = _walk_plain(entries, grads, xp, retain, steps)
+        failure = _walk_plain(entries, grads, xp, retain, steps, kept)
     leftovers: list = []
     if failure is None:
         try:
@@ -117,12 +119,17 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
             )
         except BaseException as err:
             failure = ("leaves", None, err)
-    return Outcome(found, leftovers, failure)
+    return Outcome(found, leftovers, failure, kept)
 
 
-def _walk_plain(entries, grads, xp, retain, steps):
-    """Step 2 on arrays: every live entry, last first. Returns None, or ``(position, op, error)`` where it raised."""
-    pop = grads.pop
+def _walk_plain(entries, grads, xp, retain, steps, kept):
+    """Step 2 on arrays: every live entry, last first. Returns None, or ``(position, op, error)`` where it raised.
+
+    The rules of an op with one rule per input run here, in the loop (the hot path of every backward); a joint
+    rule goes through :func:`_pull`. The output nodes replayed go to ``kept``, dropped after the tape's entries:
+    a node that died now would call its entry's weak-reference callback, for an entry already freed.
+    """
+    pop, get, keep = grads.pop, grads.get, kept.append
     idx = op = None
     try:
         for idx in range(len(entries) - 1, -1, -1):
@@ -130,20 +137,35 @@ def _walk_plain(entries, grads, xp, retain, steps):
             rec = e.rec
             if rec is None:
                 continue
-            if not retain:
-                e.rec = None  # its saved values go as soon as its rule has run
             node = e()
+            e.rec = rec if retain else None  # a tape not retained drops its saved values as its rule runs
+            keep(node)
             g = pop(node, None)  # None: nothing asked for depends on it (or its output died)
             if g is None:
                 continue
-            op = rec[OP]
-            if rec[EPOCH] < CLOCK.tick:  # something was changed in place since: was it what this entry saved?
-                check_saved(op, rec[SAVED], rec[ANS], rec[EPOCH])
+            op, srcs, vals, ans, shapes, params, epoch, mask = rec
+            if epoch < CLOCK.tick:  # something was changed in place since: was it what this entry saved?
+                check_saved(op, vals, ans, epoch)
             if steps is not None:
                 g = steps.hooked(node, g)
                 op = steps.observed(idx, rec, node, g, grads)
-            _pull(op, xp, g, rec[ANS], rec[SAVED], rec, grads, False)
-            rec = g = None  # nothing of the entry outlives its step
+            if op.joint:
+                _pull(op, xp, g, ans, vals, rec, grads, False)
+                continue
+            vjps, i = op.vjps, 0
+            for src in srcs:
+                if (mask >> i) & 1:
+                    gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
+                    if gi is not None:
+                        gi = gi if shapes is None or shapes[i] is None else unbroadcast(xp, gi, shapes[i])
+                        old = get(src)
+                        if old is None:
+                            grads[src] = gi
+                        else:  # a further contribution (a rule may return g itself, for two inputs or one twice)
+                            _add(grads, src, old, gi)
+                        old = None  # our reference would make an in-place add think the buffer shared
+                i += 1
+            rec = vals = ans = g = gi = None  # nothing of the entry outlives its step
     except BaseException as err:
         return idx, op, err
     return None
@@ -192,7 +214,7 @@ def _pull_traced(tracer, node, op, xp, g, ans, vals, rec, grads):
 def _pull(op, xp, g, ans, vals, rec, grads, recorded):
     """One entry's rules: each input that needs a gradient gets its rule's result for the cotangent ``g``, summed
     back to the input's shape where it was broadcast, added into its cotangent in ``grads``."""
-    srcs, shapes, params, mask = rec[SRCS], rec[SHAPES], rec[PARAMS], rec[MASK]
+    _, srcs, _, _, shapes, params, _, mask = rec
     vjps = op.vjps
     joint = (vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)) if op.joint else None
     i = 0
@@ -203,23 +225,27 @@ def _pull(op, xp, g, ans, vals, rec, grads, recorded):
             else:
                 gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
             if gi is not None:
-                if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
+                if shapes is not None and shapes[i] is not None:
                     gi = unbroadcast(xp, gi, shapes[i])
                 old = grads.get(src)
                 if old is None:
                     grads[src] = gi
-                elif recorded or old.size < 1024:  # small: a new array costs less than the checks
-                    grads[src] = old + gi
-                else:
-                    _accumulate(grads, src, old, gi)
+                else:  # a further contribution
+                    if recorded:
+                        grads[src] = old + gi
+                    else:
+                        _add(grads, src, old, gi)
                 old = None  # our reference would make the next in-place add think the buffer shared
         i += 1
 
 
-def _accumulate(grads, key, old, g):
-    """Add a further contribution ``g`` to the large cotangent ``old`` stored under ``key``."""
-    # Add in place into a buffer nothing else holds (the dict, the caller's local and ours, getrefcount's
-    # argument), as PyTorch's AccumulateGrad steals buffers; otherwise add out of place.
+def _add(grads, key, old, g):
+    """Add a further contribution ``g`` to the cotangent ``old`` stored under ``key``, on a plain replay."""
+    # Small: a new array costs less than the checks. Large: add in place into a buffer nothing else holds (the
+    # dict, the caller's local and ours, getrefcount's argument), as PyTorch's AccumulateGrad steals buffers.
+    if old.size < 1024:
+        grads[key] = old + g
+        return
     if old.__class__ is np.ndarray and g.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
         if old.dtype is g.dtype or old.dtype == g.dtype:
             try:
