@@ -156,8 +156,8 @@ def function_of(op):
 
 
 def _unary(op):
-    """``fn(x)`` for a one-input op: on a NumPy input (a tensor, an array or a number), while at most one thing
-    records and nothing is traced, the entry :func:`apply` would record, built without its lists."""
+    """``fn(x)`` for a one-input op: on a NumPy input (a tensor, an array or a number), while nothing is traced,
+    the entry :func:`apply` would record, built in one frame without its lists."""
 
     def fn(x, /, *more, **params):
         if more or params or TRACING.n:
@@ -169,46 +169,39 @@ def _unary(op):
             out = op.forward(dx)
         except (ValueError, TypeError) as err:
             raise _forward_error(op, (x,), err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs give NumPy scalars for 0-d inputs
         t = _new_tensor(Tensor)
-        t._data = out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs give NumPy scalars for 0-d
+        t._data = out
         t.grad = None
+        t.requires_grad = False
+        t._node = None
         active = _get_active()
-        if active:
-            _record1(op, x, dx, t, active)
-        else:
-            t.requires_grad = False
-            t._node = None
+        src = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
+        if not (active and src is not None and (src is not x or x.requires_grad or id(x) in _get_watched())):
+            return t
+        top = active[-1]._ref
+        if src is not x and src.tape is not top:  # recorded under another tape
+            _foreign_inputs(op, (src,), top, active)
+        save = op.save
+        vals = (dx,) if save is True else (op.nosave if save is None else saved_values(op, (dx,)))
+        rec = (op, (src,), vals, out if op.save_ans else None, None, _NO_PARAMS, CLOCK.tick, 1)
+        node = Node()
+        node.tape = top
+        t.requires_grad = True
+        t._node = node
+        for tape in active:
+            e = Entry(node, entry_died)
+            e.rec = rec
+            tape.append(e, t, active)
         return t
 
     return fn
 
 
-def _record1(op, x, dx, t, active):
-    # The unary short path's entry: _record's, for one input.
-    top = active[-1]._ref
-    src = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
-    if src is None or not (src is not x or x.requires_grad or id(x) in _get_watched()):
-        t.requires_grad = False
-        t._node = None
-        return
-    if src is not x and src.tape is not top:  # recorded under another tape
-        _foreign_inputs(op, (src,), top, active)
-    save = op.save
-    vals = (dx,) if save is True else (op.nosave if save is None else saved_values(op, (dx,)))
-    node = Node()
-    node.tape = top
-    t.requires_grad = True
-    t._node = node
-    rec = (op, (src,), vals, t._data if op.save_ans else None, None, _NO_PARAMS, CLOCK.tick, 1)
-    for tape in active:
-        e = Entry(node, entry_died)
-        e.rec = rec
-        tape.append(e, t, active)
-
-
 def _binary(op):
-    """``fn(x, y)`` for a two-input op: on NumPy inputs (tensors, arrays or numbers), while at most one thing
-    records and nothing is traced, the entry :func:`apply` would record, built without its lists."""
+    """``fn(x, y)`` for a two-input op: on NumPy inputs (tensors, arrays or numbers), while nothing is traced,
+    the entry :func:`apply` would record, built in one frame without its lists."""
 
     def fn(x, y=_MISSING, /, *more, **params):
         if y is _MISSING or more or params or TRACING.n:
@@ -221,48 +214,43 @@ def _binary(op):
             out = op.forward(dx, dy)
         except (ValueError, TypeError) as err:
             raise _forward_error(op, (x, y), err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs give NumPy scalars for 0-d inputs
         t = _new_tensor(Tensor)
-        t._data = out if out.__class__ is _ndarray else np.asarray(out)
+        t._data = out
         t.grad = None
+        t.requires_grad = False
+        t._node = None
         active = _get_active()
-        if active:
-            _record2(op, x, y, dx, dy, t, active)
-        else:
-            t.requires_grad = False
-            t._node = None
+        # The keys: a node (a recorded value), the leaf itself, or None (a constant); and who needs a gradient.
+        sx = (x._node or x) if x.__class__ is Tensor else None
+        sy = (y._node or y) if y.__class__ is Tensor else None
+        bx = sx is not None and (sx is not x or x.requires_grad or id(x) in _get_watched())
+        by = sy is not None and (sy is not y or y.requires_grad or id(y) in _get_watched())
+        if not (active and (bx or by)):
+            return t
+        top = active[-1]._ref
+        if (bx and sx is not x and sx.tape is not top) or (by and sy is not y and sy.tape is not top):
+            _foreign_inputs(op, (sx, sy), top, active)  # recorded under another tape
+        shapes = None
+        if op.broadcast:
+            oshape = out.shape
+            if (bx and dx.shape != oshape) or (by and dy.shape != oshape):  # an input needing a gradient broadcast
+                shapes = (getattr(dx, "shape", None), getattr(dy, "shape", None))
+        save = op.save
+        vals = (dx, dy) if save is True else (op.nosave if save is None else saved_values(op, (dx, dy)))
+        rec = (op, (sx, sy), vals, out if op.save_ans else None, shapes, _NO_PARAMS, CLOCK.tick, bx | by << 1)
+        node = Node()
+        node.tape = top
+        t.requires_grad = True
+        t._node = node
+        for tape in active:
+            e = Entry(node, entry_died)
+            e.rec = rec
+            tape.append(e, t, active)
         return t
 
     return fn
-
-
-def _record2(op, x, y, dx, dy, t, active):
-    # The binary short path's entry: _record's, for two inputs.
-    top = active[-1]._ref
-    sx = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
-    sy = (y._node or y) if y.__class__ is Tensor else None
-    bx = sx is not None and (sx is not x or x.requires_grad or id(x) in _get_watched())
-    by = sy is not None and (sy is not y or y.requires_grad or id(y) in _get_watched())
-    if not (bx or by):
-        t.requires_grad = False
-        t._node = None
-        return
-    if (bx and sx is not x and sx.tape is not top) or (by and sy is not y and sy.tape is not top):
-        _foreign_inputs(op, (sx, sy), top, active)
-    out = t._data
-    shapes = None
-    if op.broadcast and ((bx and dx.shape != out.shape) or (by and dy.shape != out.shape)):
-        shapes = (getattr(dx, "shape", None), getattr(dy, "shape", None))  # an input needing a gradient broadcast
-    save = op.save
-    vals = (dx, dy) if save is True else (op.nosave if save is None else saved_values(op, (dx, dy)))
-    node = Node()
-    node.tape = top
-    t.requires_grad = True
-    t._node = node
-    rec = (op, (sx, sy), vals, out if op.save_ans else None, shapes, _NO_PARAMS, CLOCK.tick, bx | by << 1)
-    for tape in active:
-        e = Entry(node, entry_died)
-        e.rec = rec
-        tape.append(e, t, active)
 
 
 def _trace(op, datas, params, out):
