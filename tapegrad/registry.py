@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 
-from .core.record import apply, apply_nondiff
+from .core.record import apply_nondiff, function_of
 
 __all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF"]
 
@@ -149,15 +149,7 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
             raise ValueError(f"defop: an op named {name!r} is already registered")
         REGISTRY[name] = op
 
-    if variadic:
-
-        def fn(tensors, **params):
-            return apply(op, tuple(tensors), params)
-    else:
-
-        def fn(*args, **params):
-            return apply(op, args, params)
-
+    fn = function_of(op)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     fn.op = op

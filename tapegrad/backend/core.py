@@ -48,7 +48,11 @@ from .dask_array import UNSUPPORTED as DASK_UNSUPPORTED
 from .dask_array import dask_spellings
 from .spellings import NumpySpellings, cupy_spellings
 
-__all__ = ["Backend", "backend_of", "common_backend", "register", "NUMPY"]
+__all__ = ["Backend", "backend_of", "common_backend", "register", "NUMPY", "PLAIN"]
+
+# The classes of inputs NumPy's forward takes as they are: when every input is one of these, the op calls its
+# NumPy forward directly, with no backend looked up (core.record, and the tracer naming what an op ran).
+PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))
 
 
 class Backend:

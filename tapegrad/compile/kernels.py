@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend.numpy_rules import masked as _numpy_masked
+from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
 
 __all__ = ["Kernel", "kernel_of", "masked", "gemm_update", "has_blas", "scatter_add"]
 
 _KEYWORD_OUT = frozenset((np.maximum, np.minimum, np.fmax, np.fmin))  # positional out is deprecated for these
-_SMALL = 4096  # as numpy_rules.masked: below this a select is as cheap as a product
 # Ops whose forward always returns a new array on NumPy inputs (never a view of an input). Any other op may
 # return a view (reshape, indexing, diagonal, real of a real array...), so the plan keeps it with its inputs.
 FRESH = frozenset(
@@ -32,22 +31,6 @@ FRESH = frozenset(
     exp2 expm1 cbrt float_power nan_to_num sinc square reciprocal logaddexp logaddexp2
     """.split()
 )
-
-
-def masked(cond, g, out=None):
-    """``numpy_rules.masked`` (a select: g where cond, exactly 0 elsewhere), written into ``out`` (which may be
-    ``g`` itself) when given.
-
-    The product ``g * cond`` is the eager rule's answer wherever g is finite. Where it is not, the eager rule
-    takes ``where(cond, g, 0)``; the product already holds g where cond is true (inf * 1, NaN * 1), so setting
-    the rest to 0 gives that select without reading g again.
-    """
-    if out is None or g.size < _SMALL:
-        return _numpy_masked(cond, g)
-    np.multiply(g, cond, out=out)
-    if not np.isfinite(np.add.reduce(out, axis=None)):  # an inf or NaN somewhere (or a sum overflowing)
-        np.copyto(out, 0, where=np.logical_not(cond))
-    return out
 
 
 _BLAS: dict = {}

@@ -10,7 +10,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
-from . import decompositions, fft, matrix_functions  # noqa: F401  (registers the linear-algebra and FFT ops)
+from . import decompositions, determinants, fft, matrix_functions  # noqa: F401  (the linear-algebra and FFT ops)
 from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
 from .arrange import (
     flatten,
@@ -36,9 +36,8 @@ from .compare import (
     less_equal,
     nonzero,
     not_equal,
-    sign,
 )
-from .complex_numbers import angle, conj, conjugate, imag, real
+from .complex_numbers import angle, conj, conjugate, imag, real, sign
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
 from .creation import (
     arange,
