@@ -161,7 +161,7 @@ class Tracer:
         )
 
     def backward(self, what) -> None:
-        line, _ = _user_line()
+        line = _user_line()
         raise TracingError(
             f"{what} inside a function traced by tg.compile, at {where(line)}: a compiled program cannot run a "
             "backward pass of its own (its rules would run once, on the first call's arrays, and write .grad of "

@@ -20,7 +20,7 @@ from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
-from ..errors import TapeLeakWarning, warn_once
+from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
 __all__ = ["apply", "function_of", "apply_nondiff", "saved_values"]
@@ -317,7 +317,7 @@ def _lists_as_arrays(op, args, datas) -> list:
         if a.__class__ not in (list, tuple):
             continue
         if holds_tensor(a):
-            raise TypeError(
+            raise NestedTensorError(
                 f"{op.name}: an input is a {type(a).__name__} holding tensors, which NumPy would turn into a constant "
                 "array with no gradient. Stack them on the tape first (tg.stack([...]), or tapegrad.numpy.array); "
                 "tapegrad.numpy's functions, and NumPy's own called on tensors, do it for you"

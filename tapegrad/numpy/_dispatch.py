@@ -28,12 +28,14 @@ import numpy as np
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
+from ..errors import NestedTensorError
 from ..tensor_methods import set_numpy_protocols
 from ._nested import SEQUENCES, lift, nested
 from ._signatures import UnsupportedArgument, cast, unsupported
 from ._table import ACCUMULATE, FFT, LINALG, LOGADDEXP_REDUCE, MAIN, REDUCE
 
 UFUNCS: dict = {}  # np.exp -> tapegrad's exp
+OP_UFUNCS: dict = {}  # those of them whose function is one op (the fast path of np.exp(t))
 FUNCTIONS: dict = {}  # np.sum -> tapegrad's sum under NumPy's signature
 ARGUMENTS: dict = {}  # np.concatenate -> its parameters that are sequences of arrays (see _nested.SEQUENCES)
 
@@ -43,6 +45,8 @@ def _build() -> None:
         for name, f in table.items():
             obj = getattr(module, name)
             (UFUNCS if isinstance(obj, np.ufunc) else FUNCTIONS)[obj] = f
+            if isinstance(obj, np.ufunc) and hasattr(f, "op"):
+                OP_UFUNCS[obj] = f
             ARGUMENTS[obj] = SEQUENCES.get(name, ())
 
 
@@ -164,12 +168,16 @@ def _method(ufunc, method, inputs, kwargs):
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """``Tensor.__array_ufunc__`` (NEP 13): ``np.exp(t)``, ``ndarray + t``, ``np.add.reduce(t)`` on the tape."""
+    if method == "__call__" and not kwargs:
+        f = OP_UFUNCS.get(ufunc)
+        if f is not None:  # one op: it refuses a list holding tensors before it records anything
+            try:
+                return f(*inputs)
+            except NestedTensorError:  # np.add(t, [t0, t1]): the list's tensors stacked on the tape, then again
+                return f(*lift(inputs, {}, ())[0])
     if nested(inputs, None):  # np.add(t, [t0, t1]): the list's tensors are stacked on the tape
         inputs, _ = lift(inputs, {}, ())
-    if method == "__call__":
-        f = UFUNCS.get(ufunc)
-        if f is not None and not kwargs:
-            return f(*inputs)
+    f = UFUNCS.get(ufunc) if method == "__call__" else None
     try:
         return _call(ufunc, f, inputs, kwargs) if method == "__call__" else _method(ufunc, method, inputs, kwargs)
     except UnsupportedArgument as err:

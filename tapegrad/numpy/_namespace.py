@@ -22,9 +22,13 @@ import functools
 
 import numpy as np
 
+from .._tensor import Tensor
+from ..errors import NestedTensorError
+from ._dispatch import OP_UFUNCS
 from ._nested import SEQUENCES, lift, nested
 
-_METHODS = frozenset(("reduce", "accumulate", "outer", "reduceat", "at"))
+_METHODS = ("reduce", "accumulate", "outer", "reduceat", "at")
+_ATTRIBUTES = ("identity", "nargs", "nin", "nout", "ntypes", "signature", "types", "resolve_dtypes")
 
 
 def function(numpy_function, name: str):
@@ -32,47 +36,66 @@ def function(numpy_function, name: str):
     sequences = SEQUENCES.get(name, ())
 
     def f(*args, **kwargs):
+        for a in args:  # inline: this runs on every call, arrays' too
+            if a.__class__ is list or a.__class__ is tuple:
+                break
+        else:
+            if not kwargs:
+                return numpy_function(*args)
         if nested(args, kwargs):
             args, kwargs = lift(args, kwargs, sequences)
         return numpy_function(*args, **kwargs)
 
     functools.update_wrapper(f, numpy_function)
-    f.numpy_function = numpy_function  # what it wraps (tnp.implementation reads it), as ufunc's
+    f.numpy_function = numpy_function  # what it wraps (tnp.implementation reads it), as a ufunc's does
     return f
 
 
-class ufunc:  # noqa: N801  (NumPy's name for what it stands for)
+def _lifting(method):
+    def f(*args, **kwargs):
+        if nested(args, kwargs):
+            args, kwargs = lift(args, kwargs, ())
+        return method(*args, **kwargs)
+
+    functools.update_wrapper(f, method)
+    return f
+
+
+def ufunc(numpy_ufunc, op=None):
     """One of NumPy's ufuncs, with tensors inside lists stacked first (its methods too: ``np.add.reduce``,
-    ``np.multiply.outer``); every other attribute is the ufunc's own (``nin``, ``identity``, ``types``).
+    ``np.multiply.outer``); its other attributes are the ufunc's (``nin``, ``identity``, ``types``). Given a
+    tensor argument it calls ``op``, tapegrad's op for it, at once: what NumPy's dispatch would call.
 
     >>> import numpy, tapegrad.numpy as np
     >>> np.add.nin, np.add.reduce([1.0, 2.0]), np.add.numpy_function is numpy.add
     (2, np.float64(3.0), True)
     """
 
-    def __init__(self, numpy_ufunc):
-        self.numpy_function = numpy_ufunc
-        self.__doc__ = numpy_ufunc.__doc__
-
-    def __call__(self, *args, **kwargs):
+    def f(*args, **kwargs):
+        if not kwargs:
+            for a in args:  # one look at each argument: this runs on every call, arrays' too
+                c = a.__class__
+                if c is Tensor or c is list or c is tuple:
+                    break
+            else:  # arrays and numbers: NumPy's ufunc, as it is
+                return numpy_ufunc(*args)
+            if c is Tensor and op is not None:
+                try:
+                    return op(*args)
+                except NestedTensorError:  # np.add(t, [t0, t1]): the list's tensors stacked on the tape, then again
+                    return op(*lift(args, {}, ())[0])
         if nested(args, kwargs):
             args, kwargs = lift(args, kwargs, ())
-        return self.numpy_function(*args, **kwargs)
+        return numpy_ufunc(*args, **kwargs)
 
-    def __getattr__(self, name):
-        attribute = getattr(self.numpy_function, name)
-        if name not in _METHODS:
-            return attribute
-
-        def method(*args, **kwargs):
-            if nested(args, kwargs):
-                args, kwargs = lift(args, kwargs, ())
-            return attribute(*args, **kwargs)
-
-        return method
-
-    def __repr__(self) -> str:
-        return f"<ufunc {self.numpy_function.__name__!r} (tapegrad.numpy)>"
+    functools.update_wrapper(f, numpy_ufunc)
+    f.numpy_function = numpy_ufunc
+    for name in _ATTRIBUTES:
+        if hasattr(numpy_ufunc, name):
+            setattr(f, name, getattr(numpy_ufunc, name))
+    for name in _METHODS:
+        setattr(f, name, _lifting(getattr(numpy_ufunc, name)))
+    return f
 
 
 def wrapped(module, names, implemented=()) -> dict:
@@ -83,7 +106,7 @@ def wrapped(module, names, implemented=()) -> dict:
     for name in names:
         obj = getattr(module, name, None)
         if isinstance(obj, np.ufunc):
-            out[name] = ufunc(obj)
+            out[name] = ufunc(obj, OP_UFUNCS.get(obj))
         elif callable(obj) and not isinstance(obj, type) and (hasattr(obj, "_implementation") or name in implemented):
             out[name] = function(obj, name)
     return out
