@@ -10,6 +10,12 @@ and mini-batch Adam (a few chunks per step). Both are first run on a subsample b
 arrays, which must reach the same loss. The figures (wall time, the workers' peak memory from the cluster's
 own monitor against their limit, throughput with 1 and 2 workers) go to ``--out``/results.json and are printed.
 
+Memory: a worker holds a few chunks at a time (each task reads one chunk and reduces it to ``features + 1``
+numbers), and what the driver needs whole (the subsample, as NumPy) is gathered one chunk at a time and joined
+here, never concatenated on a worker: the workers' peak stays far below their limit (the report says by how
+much). Progress (each pass of L-BFGS, Adam's loss) is printed as it goes; Dask's own warnings from the workers
+are shown with ``--verbose`` only.
+
     python examples/dask_logistic.py                           # 2 workers of 250 MB, 2 GB of data
     python examples/dask_logistic.py --scheduler tcp://host:8786 --rows 100_000_000   # a real cluster
 
@@ -19,7 +25,9 @@ Nothing in the fitting code names the cluster: ``Client(...)`` makes it the one 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import logging
 import math
 import pathlib
 import tempfile
@@ -38,33 +46,50 @@ def true_weights(features: int, seed: int):
     return rng.standard_normal(features) / math.sqrt(features) * 3.0, 0.5
 
 
-def _chunk(i, features, rows, seed):
-    """Chunk ``i``: ``rows`` rows of features and, in the last column, a label drawn from the true model."""
-    i = int(np.asarray(i).ravel()[0])
+def _chunk(i, features, rows, seed, piece=1024):
+    """Chunk ``i``: ``rows`` rows of features and, in the last column, a label drawn from the true model.
+
+    The features are drawn ``piece`` rows at a time straight into the chunk (the same numbers as one draw of
+    them all): a worker making a chunk holds it and a small piece, not the chunk twice."""
     rng = np.random.default_rng([seed, i])
-    x = rng.standard_normal((rows, features))
+    out = np.empty((rows, features + 1))
+    x = out[:, :features]
+    for start in range(0, rows, piece):
+        x[start : start + piece] = rng.standard_normal((min(piece, rows - start), features))
     w, b = true_weights(features, seed)
-    y = rng.random(rows) < 1 / (1 + np.exp(-(x @ w + b)))
-    return np.column_stack([x, y])
+    out[:, features] = rng.random(rows) < 1 / (1 + np.exp(-(x @ w + b)))
+    return out
+
+
+def _chunk_at(features, seed, block_info=None):
+    where = block_info[None]
+    return _chunk(where["chunk-location"][0], features, where["chunk-shape"][0], seed)
 
 
 def make_data(rows: int, features: int, chunk_rows: int, seed: int):
-    """The data as one Dask array of shape (rows, features + 1), the label in the last column."""
+    """The data as one Dask array of shape (rows, features + 1), the label in the last column.
+
+    Each chunk is a task of its own with no input (a root task): Dask's scheduler then hands a worker a new
+    chunk only as it finishes the last ones, so a worker holds a few chunks at a time, not as many as it can
+    generate ahead of their use."""
     import dask.array as da
 
-    sizes = [chunk_rows] * (rows // chunk_rows) + ([rows % chunk_rows] if rows % chunk_rows else [])
-    ids = da.arange(len(sizes), chunks=1)
-    blocks = [
-        ids.blocks[i].map_blocks(
-            _chunk, features, n, seed, chunks=((n,), (features + 1,)), new_axis=1, dtype=np.float64
-        )
-        for i, n in enumerate(sizes)
-    ]
-    return da.concatenate(blocks, axis=0)
+    sizes = (chunk_rows,) * (rows // chunk_rows) + ((rows % chunk_rows,) if rows % chunk_rows else ())
+    return da.map_blocks(_chunk_at, chunks=(sizes, (features + 1,)), dtype=np.float64, features=features, seed=seed)
 
 
 def split(data, features):
     return tg.Tensor(data[:, :features]), tg.Tensor(data[:, features])
+
+
+def gather(array):
+    """A Dask array as one NumPy array in this process, its chunks computed and brought here one at a time:
+    ``array.compute()`` would concatenate them on a worker first, which then holds the chunks and the whole."""
+    return np.concatenate([block.compute() for block in array.blocks])
+
+
+def _silent(message):
+    pass
 
 
 # -- the model ------------------------------------------------------------------------------------------------------
@@ -74,7 +99,7 @@ def loss_fn(w, b, X, y, l2):
     return tg.mean(tg.logaddexp(0.0, z) - y * z) + 0.5 * l2 * tg.sum(w * w)
 
 
-def fit_lbfgs(X, y, l2, maxiter):
+def fit_lbfgs(X, y, l2, maxiter, say=_silent):
     """Full-batch L-BFGS: every evaluation is one pass over the data, value and gradient together."""
     from scipy.optimize import minimize
 
@@ -83,16 +108,18 @@ def fit_lbfgs(X, y, l2, maxiter):
     evaluations = []
 
     def fun(theta):
+        start = time.perf_counter()
         value, (gw, gb) = value_and_grad(theta[:d], theta[d], X, y, l2)  # Dask graphs, nothing computed yet
         value, gw, gb = tg.compute(value, gw, gb)  # one pass over the chunks
         evaluations.append(float(value))
+        say(f"  L-BFGS pass {len(evaluations)}: loss {float(value):.6f} ({time.perf_counter() - start:.1f} s)")
         return float(value), np.concatenate([gw, np.reshape(gb, 1)])
 
     res = minimize(fun, np.zeros(d + 1), jac=True, method="L-BFGS-B", options={"maxiter": maxiter, "gtol": 1e-9})
     return res.x, float(res.fun), evaluations
 
 
-def fit_adam(data, features, l2, steps, batch_chunks, lr, seed):
+def fit_adam(data, features, l2, steps, batch_chunks, lr, seed, say=_silent):
     """Mini-batch Adam: each step reads ``batch_chunks`` chunks picked at random (the same for every run)."""
     w = tg.Tensor(np.zeros(features), requires_grad=True)
     b = tg.Tensor(np.zeros(()), requires_grad=True)
@@ -109,6 +136,8 @@ def fit_adam(data, features, l2, steps, batch_chunks, lr, seed):
         tg.compute(loss, w, b)  # the loss and both gradients in one pass; no graph is kept on them
         opt.step()
         history.append(loss)  # a concrete value: the history keeps no graph
+        if len(history) % 10 == 0 or len(history) in (1, steps):
+            say(f"  Adam step {len(history)}: loss {loss.item():.6f}")
     return np.concatenate([w.data, [b.data]]), [h.item() for h in history]
 
 
@@ -136,6 +165,7 @@ def start_cluster(args, workers):
         memory_limit=args.memory_limit,
         processes=True,
         dashboard_address=None,
+        silence_logs=logging.WARNING if args.verbose else logging.ERROR,  # the workers' "Pausing worker" notes
     )
     return Client(cluster), cluster
 
@@ -148,6 +178,26 @@ def _worker_memory(dask_worker):
     }
 
 
+def worker_memory(client) -> dict:
+    """The peaks and limits of the cluster's workers (bytes, sorted)."""
+    memory = client.run(_worker_memory)
+    return {
+        "worker_peak_bytes": sorted(m["peak"] for m in memory.values()),
+        "worker_limit_bytes": sorted(int(m["limit"] or 0) for m in memory.values()),
+    }
+
+
+def headroom(results) -> float | None:
+    """The smallest share of its limit that a worker left unused, over every cluster the run started."""
+    pairs = [(results.get("worker_peak_bytes", []), results.get("worker_limit_bytes", []))]
+    pairs += [
+        (t.get("worker_peak_bytes", []), t.get("worker_limit_bytes", []))
+        for t in results.get("throughput", {}).values()
+    ]
+    shares = [1 - max(peaks) / max(limits) for peaks, limits in pairs if peaks and limits and max(limits)]
+    return min(shares) if shares else None
+
+
 def one_pass(data, features, l2):
     """Seconds for one value-and-gradient pass over all of the data."""
     X, y = split(data, features)
@@ -157,7 +207,7 @@ def one_pass(data, features, l2):
     return time.perf_counter() - start
 
 
-def run(args) -> dict:
+def run(args, say=_silent) -> dict:
     import dask
 
     data = make_data(args.rows, args.features, args.chunk_rows, args.seed)
@@ -178,12 +228,14 @@ def run(args) -> dict:
         # The subsample: the first chunks, as Dask arrays and as NumPy arrays computed from the same chunks.
         k = max(1, min(data.numblocks[0], args.subsample_rows // args.chunk_rows))
         sub = data.blocks[:k]
-        sub_np = sub.compute()
+        say(f"subsample of {sub.shape[0]:,} rows, as NumPy (gathered chunk by chunk) and as Dask arrays")
+        sub_np = gather(sub)
         X_np, y_np = tg.Tensor(sub_np[:, :d]), tg.Tensor(sub_np[:, d])
         _, loss_np, _ = fit_lbfgs(X_np, y_np, args.l2, args.lbfgs_iters)
         _, loss_dask, _ = fit_lbfgs(*split(sub, d), args.l2, args.lbfgs_iters)
         adam_np = fit_adam(_Blocks(sub_np, args.chunk_rows), d, args.l2, args.adam_steps, args.batch_chunks, args.lr, 1)
         adam_dask = fit_adam(sub, d, args.l2, args.adam_steps, args.batch_chunks, args.lr, 1)
+        say(f"  L-BFGS loss {loss_np:.10f} (NumPy) {loss_dask:.10f} (Dask)")
         results["subsample"] = {
             "rows": int(sub.shape[0]),
             "lbfgs_loss_numpy": loss_np,
@@ -192,11 +244,13 @@ def run(args) -> dict:
             "adam_loss_dask": adam_dask[1][-1],
         }
         # The whole data set, out of core.
+        say(f"all {args.rows:,} rows ({data.nbytes / 1e6:,.0f} MB, {data.numblocks[0]} chunks), L-BFGS:")
         start = time.perf_counter()
-        theta, loss, evaluations = fit_lbfgs(*split(data, d), args.l2, args.lbfgs_iters)
+        theta, loss, evaluations = fit_lbfgs(*split(data, d), args.l2, args.lbfgs_iters, say)
         lbfgs_s = time.perf_counter() - start
+        say(f"all rows, Adam on {args.batch_chunks} chunks a step:")
         start = time.perf_counter()
-        _, adam_history = fit_adam(data, d, args.l2, args.adam_steps, args.batch_chunks, args.lr, 1)
+        _, adam_history = fit_adam(data, d, args.l2, args.adam_steps, args.batch_chunks, args.lr, 1, say)
         adam_s = time.perf_counter() - start
         w_true, b_true = true_weights(d, args.seed)
         results["full"] = {
@@ -211,9 +265,7 @@ def run(args) -> dict:
             "adam_seconds": adam_s,
         }
         if client is not None:
-            memory = client.run(_worker_memory)
-            results["worker_peak_bytes"] = sorted(m["peak"] for m in memory.values())
-            results["worker_limit_bytes"] = sorted(int(m["limit"] or 0) for m in memory.values())
+            results.update(worker_memory(client))
     finally:
         if client is not None:
             client.close()
@@ -222,14 +274,16 @@ def run(args) -> dict:
     if args.throughput and not args.scheduler:  # the same pass on a cluster of 1 worker, then of 2
         results["throughput"] = {}
         for workers in (1, 2):
+            say(f"one pass with {workers} worker(s), {args.repeats} timed after a warm-up")
             client, cluster = start_cluster(args, workers)
             try:
                 one_pass(data, d, args.l2)  # warm: the workers import tapegrad and NumPy once
                 seconds = min(one_pass(data, d, args.l2) for _ in range(args.repeats))
+                memory = worker_memory(client)
             finally:
                 client.close()
                 cluster.close()
-            results["throughput"][str(workers)] = {"seconds": seconds, "rows_per_second": args.rows / seconds}
+            results["throughput"][str(workers)] = {"seconds": seconds, "rows_per_second": args.rows / seconds, **memory}
     results["dask"] = dask.__version__
     return results
 
@@ -259,9 +313,13 @@ def report(results) -> str:
         limits = ", ".join(f"{p / mb:.0f}" for p in results["worker_limit_bytes"])
         lines.append(f"workers' peak memory: {peaks} MB (limits {limits} MB)")
     for workers, t in results.get("throughput", {}).items():
+        peak = f", peak {max(t['worker_peak_bytes']) / mb:.0f} MB" if t.get("worker_peak_bytes") else ""
         lines.append(
-            f"one pass with {workers} worker(s): {t['seconds']:.2f} s, {t['rows_per_second'] / 1e6:.2f} M rows/s"
+            f"one pass with {workers} worker(s): {t['seconds']:.2f} s, {t['rows_per_second'] / 1e6:.2f} M rows/s{peak}"
         )
+    room = headroom(results)
+    if room is not None:
+        lines.append(f"headroom: every worker stayed at least {room:.0%} below its memory limit")
     return "\n".join(lines)
 
 
@@ -298,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", default=DEFAULT_OUT, help="folder for results.json")
     parser.add_argument("--update-docs", action="store_true", help="also write docs/dask-logistic.json")
     parser.add_argument("--quiet", action="store_true", help="print nothing")
+    parser.add_argument("--verbose", action="store_true", help="show Dask's warnings from the workers too")
     return parser
 
 
@@ -305,7 +364,7 @@ def main(argv=None) -> dict:
     args = build_parser().parse_args(argv)
     if args.chunk_rows < 1 or args.rows < args.chunk_rows:
         raise SystemExit(f"--rows {args.rows} --chunk-rows {args.chunk_rows}: need at least one full chunk")
-    results = run(args)
+    results = run(args, _silent if args.quiet else functools.partial(print, flush=True))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(results, indent=1)

@@ -45,12 +45,45 @@ class Scope:
         return self.tape
 
 
-def parse_argnums(argnums, what):
-    if isinstance(argnums, int):
-        return (argnums,), False
-    if isinstance(argnums, Sequence) and argnums and all(isinstance(i, int) for i in argnums):
-        return tuple(argnums), True
-    raise TypeError(f"{what}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+def _is_index(i) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def parse_argnums(argnums, what, name="argnums", empty=False):
+    """``(positions, many)`` from an ``argnums``-like argument: an int, or a tuple of ints (``many``; empty
+    only where ``empty``). Bools are refused: ``argnums=True`` is a mistake, never argument 1.
+
+    >>> parse_argnums(1, "grad"), parse_argnums((0, -1), "grad")
+    (((1,), False), ((0, -1), True))
+    """
+    if _is_index(argnums):
+        return (int(argnums),), False
+    if isinstance(argnums, Sequence) and not isinstance(argnums, str) and (argnums or empty):
+        if all(_is_index(i) for i in argnums):
+            return tuple(int(i) for i in argnums), True
+    kind = "a tuple of ints" if empty else "a non-empty tuple of ints"
+    raise TypeError(f"{what}: {name} must be an int or {kind}, got {argnums!r}")
+
+
+def check_argnums(nums, n, what, name="argnums", takes=None) -> tuple:
+    """``nums`` as positions in ``range(n)`` (negative ones count from the end): one out of range, or two that
+    name the same argument (``(0, 0)``, or ``(0, -1)`` of a one-argument function), raise ``ValueError``.
+
+    >>> check_argnums((0, -1), 3, "grad")
+    (0, 2)
+    """
+    takes = takes or f"a call with {n} positional argument{'' if n == 1 else 's'}"
+    out = []
+    for i in nums:
+        if not -n <= i < n:
+            raise ValueError(f"{what}: {name} {i} is out of range for {takes}")
+        out.append(i % n)
+    if len(set(out)) != len(out):
+        twice = next(j for j in out if out.count(j) > 1)
+        raise ValueError(
+            f"{what}: {name}={tuple(nums)} names argument {twice} twice, for {takes}; name each argument once"
+        )
+    return tuple(out)
 
 
 def _as_tensor(leaf, what, nested):
@@ -79,9 +112,7 @@ def _as_tensor(leaf, what, nested):
 def run(t, f, args, kwargs, nums, what):
     """Run ``f`` on ``t`` with the arguments at ``nums`` differentiable; return its result, their specs and leaves."""
     args = list(args)
-    for i in nums:
-        if not -len(args) <= i < len(args):
-            raise ValueError(f"{what}: argnums {i} is out of range for a call with {len(args)} positional arguments")
+    check_argnums(nums, len(args), what)
     specs, flat = [], []
     for i in nums:
         leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")

@@ -9,16 +9,45 @@ array([2., 2., 2.])
 
 from __future__ import annotations
 
-__all__ = ["Shape", "unbroadcast"]
+import numpy as np
+
+__all__ = ["Shape", "ChunkedShape", "unbroadcast"]
+
+_ndarray = np.ndarray
+
+
+class ChunkedShape(tuple):
+    """The shape of a chunked (Dask) array, which also says how it was chunked (``.chunks``): a gradient that
+    a rule broadcasts back to it (``sum``'s, ``mean``'s) is then chunked the same way, rather than being one
+    block the size of the data on one worker. Everywhere else it is the shape, a tuple.
+
+    >>> s = ChunkedShape((4, 2), ((2, 2), (2,)))
+    >>> s == (4, 2), s.chunks
+    (True, ((2, 2), (2,)))
+    """
+
+    def __new__(cls, shape, chunks):
+        self = super().__new__(cls, shape)
+        self.chunks = chunks
+        return self
+
+    def __getnewargs__(self):
+        return tuple(self), self.chunks
 
 
 class Shape:
-    """What a rule sees of an input saved as ``"x.shape"``: its shape, ndim and dtype, no data."""
+    """What a rule sees of an input saved as ``"x.shape"``: its shape, ndim and dtype, no data (for a chunked
+    array, a :class:`ChunkedShape`)."""
 
     __slots__ = ("shape", "dtype")
 
     def __init__(self, array):
-        self.shape = array.shape
+        shape = array.shape
+        if array.__class__ is not _ndarray:
+            chunks = getattr(array, "chunks", None)
+            if isinstance(chunks, tuple) and len(chunks) == len(shape):
+                shape = ChunkedShape(shape, chunks)
+        self.shape = shape
         self.dtype = array.dtype
 
     @property

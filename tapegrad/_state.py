@@ -46,6 +46,7 @@ __all__ = [
     "modified_since",
     "version_of",
     "warn_escape",
+    "numpy_conversion",
     "TRACING",
     "TRACER",
     "tracer",
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 _NUMPY = os.path.dirname(np.__file__) + os.sep
+_NUMPY_TESTING = os.path.join(os.path.dirname(np.__file__), "testing") + os.sep
 
 ACTIVE: ContextVar[tuple] = ContextVar("tapegrad_active", default=())  # the active tapes, innermost last
 WATCHED: ContextVar[frozenset] = ContextVar("tapegrad_watched", default=frozenset())  # ids watched by them
@@ -198,20 +200,63 @@ def modified_since(array, epoch: int) -> bool:
 
 
 def warn_escape(how: str, frame=None, message: str | None = None) -> None:
-    """A recorded tensor's value leaves the tape (``np.asarray(t)``, ``t.numpy()``, ``Tensor(t)``) while a tape
-    records: warn at the user's line (``frame``, by default the caller's caller) that gradients stop there.
-    tapegrad's own code steps outside on purpose and is not warned."""
+    """A recorded tensor's value leaves the tape (``np.asarray(t)``, ``float(t)``, ``t.item()``, ``t.numpy()``,
+    ``Tensor(t)``) while a tape records: warn at the user's line (``frame``, by default the caller's caller)
+    that gradients stop there. tapegrad's own code steps outside on purpose and is not warned."""
     if not ACTIVE.get():
         return
     f = frame if frame is not None else sys._getframe(2)
-    while f is not None and f.f_code.co_filename.startswith(_NUMPY):  # np.linalg.solve(t): the caller's line
+    while f is not None and f.f_code.co_filename.startswith(_NUMPY):  # np.testing on a tensor: the caller's line
         f = f.f_back
     if f is None or user_frame(f) is not f:
         return
     warn_once(
         message
-        or f"{how} on a tensor being recorded returns a plain NumPy array: gradients do not flow through "
+        or f"{how} on a tensor being recorded gives a plain value, off the tape: gradients do not flow through "
         "what is computed from it. Use tapegrad ops to stay on the tape, or `x.data` to step outside on purpose",
         TapeEscapeWarning,
         f,
     )
+
+
+def numpy_conversion(frame) -> None:
+    """NumPy converts a tensor being recorded to an array (``Tensor.__array__``, called from ``frame``).
+
+    From NumPy's own Python code (``np.sum([t, t])``, ``np.r_[t, t]``, ``np.linalg.norm([t[0], t[1]])``: NumPy did
+    not hand the call to tapegrad, as the tensors sit inside a list, a tuple or an index expression) the
+    function's result would be a constant with no gradient: raise ``TypeError``, naming the function. From the
+    user's line (``np.asarray(t)``, the documented way off the tape, which NumPy's C functions cannot be told
+    apart from) warn there, as :func:`warn_escape` does. ``np.testing``'s checks only read values: they warn."""
+    if not ACTIVE.get():
+        return
+    if frame.f_code.co_filename.startswith(_NUMPY) and not frame.f_code.co_filename.startswith(_NUMPY_TESTING):
+        name = _numpy_function(frame)
+        raise TypeError(
+            f"{name} converted a tensor being recorded to a NumPy array (NumPy did not hand the call to tapegrad: "
+            "the tensor sits inside a list, a tuple or an index expression, or the function does not dispatch), "
+            "so its result would be a constant with no gradient. Use tapegrad.numpy's function of the same name "
+            "(import tapegrad.numpy as np), which records tensors inside lists, or build the array on the tape "
+            "first (np.stack([...]), tg.stack); to use the value as a constant on purpose, pass t.data"
+        )
+    warn_escape("np.asarray(t) (or np.array, np.float32(t), ...)", frame)
+
+
+def _numpy_function(frame) -> str:
+    """The public name of the NumPy function whose Python code runs at ``frame`` (the outermost one of NumPy's
+    frames from there): ``np.sum``, ``np.linalg.norm``, ``np.r_``."""
+    while frame.f_back is not None and frame.f_back.f_code.co_filename.startswith(_NUMPY):
+        frame = frame.f_back
+    public = []  # numpy._core.fromnumeric -> np, numpy.linalg._linalg -> np.linalg, numpy.lib._*_impl -> np
+    for part in frame.f_globals.get("__name__", "numpy").split(".")[1:]:
+        if part.startswith("_"):
+            break
+        public.append(part)
+    prefix = ".".join(["np"] + (public if public != ["lib"] else []))
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", code.co_name)
+    if "." in qualname:  # a method: NumPy's index tricks are objects (np.r_[...] is RClass.__getitem__)
+        owner = frame.f_locals.get("self")
+        named = [n for n in ("r_", "c_", "s_", "index_exp", "mgrid", "ogrid") if getattr(np, n, None) is owner]
+        if named:
+            return f"np.{named[0]}"
+    return f"{prefix}.{qualname}"

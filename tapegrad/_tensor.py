@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from ._state import TRACING, concrete, is_recording, mark_modified, version_of, warn_escape
+from ._state import TRACING, concrete, is_recording, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
@@ -149,10 +149,10 @@ class Tensor:
         return self._data.dtype
 
     def item(self):
-        """The value of a one-element tensor as a Python scalar."""
+        """The value of a one-element tensor as a Python scalar (off the tape: inside ``record()``, on a tensor
+        being recorded, it warns once per line, as ``float(t)`` does)."""
         data = self._data
-        if TRACING.n:
-            concrete(data, "t.item()")
+        _read(self, "t.item()")
         if hasattr(data, "item"):
             return data.item()
         xp = backend_of(data).xp  # the array API has no item(): convert by kind
@@ -169,8 +169,8 @@ class Tensor:
         return self._data
 
     def tolist(self):
-        if TRACING.n:
-            concrete(self._data, "t.tolist()")
+        """The values as nested Python lists (off the tape, as :meth:`item`)."""
+        _read(self, "t.tolist()")
         return self._data.tolist()
 
     def detach(self) -> Tensor:
@@ -187,7 +187,7 @@ class Tensor:
         if TRACING.n:
             concrete(self._data, "np.asarray(t)")
         if self._node is not None or self.requires_grad:
-            warn_escape("np.asarray()")
+            numpy_conversion(sys._getframe(1))  # raises inside NumPy's own code (np.r_[t, t]), else warns
         if dtype is None:
             return self._data
         return self._data.astype(dtype)
@@ -196,19 +196,22 @@ class Tensor:
         return len(self._data)
 
     def __bool__(self) -> bool:
+        # control flow (`if loss > best:`) reads a value without computing from it: no escape warning
         if TRACING.n:
             concrete(self._data, "bool(t)")
         return bool(self._data)
 
     def __float__(self) -> float:
-        if TRACING.n:
-            concrete(self._data, "float(t)")
+        _read(self, "float(t)")  # np.float64(t) and math.exp(t) come here too
         return float(self._data)
 
     def __int__(self) -> int:
-        if TRACING.n:
-            concrete(self._data, "int(t)")
+        _read(self, "int(t)")
         return int(self._data)
+
+    def __complex__(self) -> complex:
+        _read(self, "complex(t)")
+        return complex(self._data)
 
     def __iter__(self):
         for i in range(len(self._data)):
@@ -250,6 +253,16 @@ def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = Non
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, name=name)
 
 
+def _read(t, what) -> None:
+    """Python reads ``t``'s value as a number (``float(t)``, ``t.item()``): refused for a traced value inside
+    ``tg.compile``; inside ``record()``, on a tensor being recorded, a warning at the user's line that the
+    gradient stops there."""
+    if TRACING.n:
+        concrete(t._data, what)
+    if t._node is not None or t.requires_grad:
+        warn_escape(what, sys._getframe(2))
+
+
 def _warn_new_leaf():
     f = sys._getframe(2)
     if f.f_code is tensor.__code__:  # tg.tensor(t): the user's line is one further out
@@ -268,7 +281,26 @@ def _as_array(data, dtype):
         b = backend_of(data)
         if b is not None and b is not NUMPY:
             return b.asarray(data, dtype=dtype)
-    return np.array(data, dtype=dtype) if dtype is not None else np.asarray(data)
+    try:
+        array = np.array(data, dtype=dtype) if dtype is not None else np.asarray(data)
+    except ValueError as err:  # a ragged list, a string that is no number under dtype=
+        raise ValueError(f"Tensor: cannot make an array of this {type(data).__name__}: {err}") from None
+    if array.dtype.kind not in "biufc":  # None, dicts, strings, mixed objects: NumPy would keep them as objects
+        what = (
+            f"dtype={dtype!r}" if dtype is not None else f"{_what(data)} (NumPy makes an array of dtype {array.dtype})"
+        )
+        raise TypeError(
+            f"Tensor: cannot hold {what}. A tensor holds numbers (bool, integer, floating-point or complex): pass "
+            "an array, a number or nested lists of numbers"
+        )
+    return array
+
+
+def _what(data) -> str:
+    if isinstance(data, (list, tuple)):
+        kinds = sorted({type(v).__name__ for v in np.asarray(data, dtype=object).ravel()})
+        return f"a {type(data).__name__} of {', '.join(kinds)}"
+    return "None" if data is None else f"an object of type {type(data).__name__}"
 
 
 def _inplace(t, other, ufunc, inplace_operator, symbol):

@@ -23,7 +23,7 @@ import numpy as np
 from ._tensor import Tensor
 from .backend import is_array
 
-__all__ = ["LEAF", "Static", "is_array_leaf", "is_leaf", "tree_flatten", "tree_unflatten"]
+__all__ = ["LEAF", "Static", "is_array_leaf", "is_leaf", "holds_tensor", "tree_flatten", "tree_unflatten"]
 
 LEAF = "*"  # the spec of a leaf (for tg.compile: of an array leaf, traced)
 
@@ -60,6 +60,16 @@ def is_array_leaf(x) -> bool:
     return isinstance(x, (Tensor, np.ndarray, np.generic)) or (
         not isinstance(x, (list, tuple, dict, int, float, complex)) and x is not None and is_array(x)
     )
+
+
+def holds_tensor(obj) -> bool:
+    """Whether ``obj`` is a tensor or a list or tuple holding one, at any depth: what NumPy would read as an
+    array-like, and make a constant of (``np.sum([t0, t1])``).
+
+    >>> holds_tensor([1.0, [Tensor(2.0)]]), holds_tensor([1.0, (2.0,)])
+    (True, False)
+    """
+    return isinstance(obj, Tensor) or (obj.__class__ in (list, tuple) and any(holds_tensor(o) for o in obj))
 
 
 def is_leaf(x) -> bool:

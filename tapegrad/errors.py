@@ -21,6 +21,7 @@ __all__ = [
     "GradcheckError",
     "CheckpointError",
     "TracingError",
+    "NestedTensorError",
     "TapeLeakWarning",
     "TapeEscapeWarning",
     "warn_once",
@@ -108,6 +109,11 @@ class TracingError(TypeError):
     ...     print(str(err).split(" (")[0])
     bool(t) of a traced value
     """
+
+
+class NestedTensorError(TypeError):
+    """An op was given a list or tuple holding tensors (``tg.exp([t0, t1])``), which NumPy would turn into a
+    constant. Raised before the op records anything; ``tapegrad.numpy`` stacks such lists and calls again."""
 
 
 class TapeLeakWarning(UserWarning):

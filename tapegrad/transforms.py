@@ -13,7 +13,8 @@ Contract
   when ``f`` raises; the tape ``vjp`` returns inside ``vjp_fn`` is released when ``vjp_fn`` is dropped (or by
   ``vjp_fn.release()``). A tape the thread kept for a later ``loss.backward()`` is kept through the call.
 - **Forward mode.** ``jvp`` uses the double-VJP trick rather than a tangent pass: ``u -> J^T u`` computed on
-  a recorded replay is linear in the cotangent ``u``, and its VJP with the tangent ``t`` is ``J t``. It costs
+  a recorded replay is linear in the cotangent ``u``, and the gradient in ``u`` of ``Re sum(J^T u * t)`` is
+  ``J t`` (for complex values too: the VJP is the JVP's transpose under that real pairing, JAX's). It costs
   one forward and two reverse passes, and needs no second table of forward rules: every op whose rule is
   written with ``xp`` (all built-in ops, and custom ops written that way) supports it. ``jacobian`` uses
   the same recorded ``u -> J^T u`` to compute tall Jacobians column by column.
@@ -36,7 +37,7 @@ from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_complex
 from .errors import TapeError
-from .ops import reshape, stack, transpose
+from .ops import real, reshape, stack, transpose
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
 
@@ -272,10 +273,28 @@ def hvp(f: Callable, x, v) -> Any:
         gleaves, _ = tree_flatten(g(x), "hvp")
         total = 0.0
         for gi, vi in zip(gleaves, vleaves):
-            total = total + (gi * _operand(vi)).sum()
+            total = total + _pairing(gi, _operand(vi))
         return total
 
     return grad(g_dot_v)(x)
+
+
+def _pairing(a, b):
+    """``<a, b> = Re(sum(a * b))``, the real pairing under which a VJP is the transpose of the JVP (JAX's
+    convention): real-valued for complex values too, so that its gradient exists."""
+    p = (a * b).sum()
+    return real(p) if is_complex(p._data if isinstance(p, Tensor) else np.asarray(p)) else p
+
+
+def _tangent(t, x):
+    """A tangent (or direction) for primal ``x``, in its dtype; a complex one for a real primal is refused (its
+    imaginary part would be dropped), as JAX refuses mismatched dtypes."""
+    if not is_complex(x._data) and is_complex(t._data if isinstance(t, Tensor) else np.asarray(t)):
+        raise TypeError(
+            f"a complex tangent for a real primal of dtype {x.dtype}: its imaginary part has no direction to go; "
+            "make the primal complex (x.astype(np.complex128)) or pass a real tangent"
+        )
+    return _operand(t, x.dtype)
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
@@ -306,7 +325,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
                 # J^T u, recorded on `outer` as a function of u; its VJP with the tangent t is J t.
                 vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
                 for gi, ti, x in zip(vjps, tleaves, xs):
-                    s = s + (gi * _operand(ti, x.dtype)).sum()
+                    s = s + _pairing(gi, _tangent(ti, x))
         jts = outer.gradient(s, us, unconnected="zero") if connected(s) else [np.zeros(u.shape) for u in us]
     recording = is_recording()
     it = iter(jts)

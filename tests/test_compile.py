@@ -143,11 +143,32 @@ def test_backward_inside_a_compiled_function_is_refused():
         w = tg.Tensor(np.ones(3), requires_grad=True)
         with tg.record():
             loss = (w * x).sum()
-        loss.backward()
+        loss.backward()  # the line the error names
         return w.grad
 
-    with pytest.raises(tg.TapeError, match="tg.value_and_grad"):
+    with pytest.raises(tg.TracingError, match=r"tg.value_and_grad") as err:
         tg.compile(eager_style)(np.ones(3))
+    assert "test_compile.py:" in str(err.value) and "loss.backward()  # the line the error names" in str(err.value)
+
+
+def test_backward_of_values_computed_from_the_arguments_is_a_tracing_error_naming_the_line():
+    # The arguments are traced values, not leaves that require a gradient: the generic "no tape recorded ...
+    # requires_grad=True" message would send the user to the wrong fix.
+    def step(w, x):
+        loss = ((x @ w) ** 2).sum()
+        loss.backward()  # the line the error names
+        return loss
+
+    with pytest.raises(tg.TracingError, match=r"tg.grad or tg.value_and_grad") as err:
+        tg.compile(step)(np.ones(2), np.ones((3, 2)))
+    message = str(err.value)
+    assert "backward() inside a function traced by tg.compile" in message and "requires_grad" not in message
+    assert "test_compile.py:" in message and "loss.backward()  # the line the error names" in message
+    # what it points to works; uncompiled, the same backward() is the ordinary error
+    value, grad = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).sum()))(np.ones(2), np.ones((3, 2)))
+    np.testing.assert_allclose(grad, 2 * np.ones((3, 2)).T @ (np.ones((3, 2)) @ np.ones(2)))
+    with pytest.raises(tg.TapeError, match="no tape recorded"):
+        step(tg.Tensor(np.ones(2)), tg.Tensor(np.ones((3, 2))))
 
 
 def test_a_value_frozen_at_trace_time_is_caught_by_the_first_run():
@@ -305,6 +326,50 @@ def test_donated_arrays_are_written_in_place_and_bump_their_version():
     np.testing.assert_allclose(p[0], expected[0], rtol=1e-12)
     with pytest.raises(tg.InPlaceModificationError):
         saved.backward()
+
+
+def test_donate_argnums_beyond_the_functions_arguments_is_refused_naming_the_count():
+    one = lambda x: x * 2.0  # noqa: E731
+    with pytest.raises(ValueError, match=r"donate_argnums 3 is out of range for <lambda>, which takes 1 positional"):
+        tg.compile(one, donate_argnums=(3,))  # the signature says it: refused at compile, as jax.jit does
+    with pytest.raises(ValueError, match="donate_argnums -2 is out of range"):
+        tg.compile(one, donate_argnums=-2)
+    with pytest.raises(ValueError, match=r"donate_argnums=\(0, -1\) names argument 0 twice"):
+        tg.compile(one, donate_argnums=(0, -1))
+    for bad in (("a",), True, 1.0, [0, None]):
+        with pytest.raises(TypeError, match="donate_argnums must be an int or a tuple of ints"):
+            tg.compile(one, donate_argnums=bad)
+
+    def many(*xs):
+        return xs[-1] + xs[0]
+
+    step = tg.compile(many, donate_argnums=(2,))  # *args: only a call says how many
+    with pytest.raises(ValueError, match=r"donate_argnums 2 is out of range for many, which takes 2 positional"):
+        step(np.ones(2), np.ones(2))
+    c = np.ones(2)
+    assert step(np.ones(2), np.ones(2), c) is c  # in range for three: the third is donated
+
+
+def test_a_negative_donate_argnum_counts_from_the_end_as_in_jax():
+    step = tg.compile(lambda x, y: y + 2.0 * x, donate_argnums=-1)
+    x, y = np.ones(3), np.ones(3)
+    assert step(x, y) is y  # before, -1 never matched an argument's position and nothing was donated
+    np.testing.assert_array_equal(y, np.full(3, 3.0))
+    np.testing.assert_array_equal(x, np.ones(3))
+
+
+def test_argnums_naming_an_argument_twice_is_refused_rather_than_giving_it_a_zero_gradient():
+    f = lambda x, y: (x * y).sum()  # noqa: E731
+    for transform in (tg.grad, tg.value_and_grad, tg.jacobian):
+        with pytest.raises(ValueError, match=r"argnums=\(0, 0\) names argument 0 twice"):
+            transform(f, argnums=(0, 0))(np.ones(2), np.ones(2))
+        with pytest.raises(ValueError, match=r"argnums=\(1, -1\) names argument 1 twice"):
+            transform(f, argnums=(1, -1))(np.ones(2), np.ones(2))
+    with pytest.raises(TypeError, match="argnums must be an int or a non-empty tuple of ints, got True"):
+        tg.grad(f, argnums=True)
+    gx, gy = tg.grad(f, argnums=(np.int64(0), -1))(np.ones(2), np.full(2, 3.0))  # NumPy ints are indices
+    np.testing.assert_array_equal(gx, np.full(2, 3.0))
+    np.testing.assert_array_equal(gy, np.ones(2))
 
 
 # -- what a program keeps ------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import subprocess
 import sys
@@ -187,6 +188,93 @@ def test_a_new_tensor_made_from_a_recorded_one_warns_at_the_user_s_line():  # it
     with pytest.warns(tg.TapeEscapeWarning, match=r"Tensor\(t\) of a tensor being recorded") as record:
         tg.grad(f)(np.array([1.0, 2.0]))
     assert (record[0].filename, record[0].lineno) == (__file__, f.line)
+
+
+CONVERSIONS = {
+    "float(t)": float,
+    "int(t)": int,
+    "complex(t)": complex,
+    "t.item()": lambda t: t.item(),
+    "t.tolist()": lambda t: t.tolist(),
+    "np.float64(t)": np.float64,
+    "np.float32(t)": np.float32,
+    "np.int64(t)": np.int64,
+    "np.complex128(t)": np.complex128,
+    "math.exp(t)": math.exp,
+    "math.sqrt(t)": math.sqrt,
+    "np.asarray(t)": np.asarray,
+    "t.numpy()": lambda t: t.numpy(),
+}
+
+
+@pytest.mark.parametrize("how", list(CONVERSIONS))
+def test_every_conversion_to_a_python_or_numpy_value_warns_at_the_users_line_inside_record(how, monkeypatch):
+    monkeypatch.setattr(tg.errors, "_warned", set())  # each line warns once per process: this line, anew per case
+    convert = CONVERSIONS[how]
+    x = leaf(2.0)
+    with tg.record():
+        y = x * 3.0
+        with pytest.warns(tg.TapeEscapeWarning, match="gradients do not flow") as record:
+            line = sys._getframe().f_lineno + 1
+            value = convert(y)
+        c = float(np.real(value))
+        z = x * c  # c is a constant here: the gradient is c, not what flows through y; the warning said so
+    code = getattr(convert, "__code__", None)  # a lambda of this file is the user's line itself
+    expected = code.co_firstlineno if code is not None and code.co_filename == __file__ else line
+    assert [(r.filename, r.lineno) for r in record] == [(__file__, expected)]
+    z.backward()
+    np.testing.assert_allclose(x.grad, c)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tg.TapeEscapeWarning)
+        convert(y)  # outside record(): nothing is being recorded, nothing to warn about
+        convert(tg.Tensor(2.0))  # a constant inside record(): nothing to lose
+        with tg.record():
+            convert(tg.Tensor(2.0))
+
+
+def test_bool_printing_and_formatting_do_not_warn_inside_record():
+    x = leaf([1.0, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tg.TapeEscapeWarning)
+        with tg.record():
+            loss = (x * x).sum()
+            if loss > 1.0:  # control flow reads a value and computes nothing from it: normal use
+                loss = loss * 0.5
+            text = f"{loss:.2f} {loss!r} {loss}"
+            _ = x.data * 2.0  # .data steps outside on purpose
+    assert text.startswith("2.50 ")
+    loss.backward()
+    np.testing.assert_allclose(x.grad, [1.0, -2.0])
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [
+        (None, r"cannot hold None \(NumPy makes an array of dtype object\)"),
+        ({"a": 1.0}, r"cannot hold an object of type dict"),
+        (["a", "b"], r"cannot hold a list of str \(NumPy makes an array of dtype <U1\)"),
+        ([1.0, None], r"cannot hold a list of NoneType, float"),
+        (b"12", r"cannot hold an object of type bytes"),
+        (np.datetime64("2020-01-01"), r"cannot hold an object of type datetime64"),
+        (object(), r"cannot hold an object of type object"),
+    ],
+    ids=["None", "dict", "strings", "None inside", "bytes", "datetime", "object"],
+)
+def test_a_tensor_of_anything_but_numbers_is_refused(data, what):
+    with pytest.raises(TypeError, match=r"Tensor: " + what + r".*A tensor holds numbers"):
+        tg.Tensor(data)
+    with pytest.raises(TypeError, match="A tensor holds numbers"):
+        tg.tensor(data, dtype=object)
+    t = tg.Tensor([1.0])
+    with pytest.raises(TypeError, match="A tensor holds numbers"):
+        t.data = data
+    np.testing.assert_array_equal(t.data, [1.0])  # the tensor is as it was
+
+
+def test_a_ragged_list_is_a_value_error_naming_tensor():
+    with pytest.raises(ValueError, match=r"Tensor: cannot make an array of this list: .*inhomogeneous"):
+        tg.Tensor([[1.0, 2.0], [3.0]])
+    assert tg.Tensor([True, 2]).dtype == np.int64 and tg.Tensor(1 + 2j).dtype == np.complex128
 
 
 def test_a_rule_written_with_numpy_raises_on_a_recorded_replay_naming_the_op():  # item 11

@@ -270,13 +270,42 @@ def test_the_example_fits_out_of_core_on_a_short_run(tmp_path):
     pytest.importorskip("scipy")
     args = ["--rows", "60000", "--chunk-rows", "5000", "--features", "8", "--subsample-rows", "10000"]
     args += ["--lbfgs-iters", "8", "--adam-steps", "4", "--no-throughput", "--quiet", "--out", str(tmp_path)]
-    results = _example().main(args)
+    example = _example()
+    results = example.main(args)
     s, f = results["subsample"], results["full"]
     np.testing.assert_allclose(s["lbfgs_loss_dask"], s["lbfgs_loss_numpy"], rtol=1e-9)
     np.testing.assert_allclose(s["adam_loss_dask"], s["adam_loss_numpy"], rtol=1e-12)
     assert f["lbfgs_loss"] < 0.69 and f["adam_last_loss"] < f["adam_first_loss"]
     assert len(results["worker_peak_bytes"]) == 2 and all(p > 0 for p in results["worker_peak_bytes"])
+    assert example.headroom(results) > 0.25  # a worker holds a chunk or two: far below its 250 MB
+    assert "headroom: every worker stayed at least" in example.report(results)
     assert (tmp_path / "results.json").exists()
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::DeprecationWarning")
+def test_the_example_shows_its_progress_and_keeps_daskss_worker_warnings_for_verbose(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("scipy")
+    args = [sys.executable, str(ROOT / "examples" / "dask_logistic.py"), "--rows", "20000", "--chunk-rows", "5000"]
+    args += ["--features", "4", "--subsample-rows", "5000", "--lbfgs-iters", "2", "--adam-steps", "2"]
+    args += ["--no-throughput", "--out", str(tmp_path), "--memory-limit", "120MB"]  # tight: Dask has notes to make
+    run = subprocess.run(args, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    passes = [i for i, line in enumerate(lines) if line.startswith("  L-BFGS pass ")]
+    assert passes and passes[-1] < lines.index(next(line for line in lines if line.startswith("data: ")))
+    assert any(line.startswith("  Adam step ") for line in lines)
+    assert "distributed." not in run.stderr, run.stderr  # no worker notes without --verbose
+    quiet = subprocess.run(args + ["--quiet"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stdout
+
+
+def test_the_example_gathers_the_subsample_chunk_by_chunk(monkeypatch):
+    x = da.from_array(np.arange(60.0).reshape(20, 3), chunks=(5, 3))
+    calls, compute = [], da.Array.compute
+    monkeypatch.setattr(da.Array, "compute", lambda self, **kw: calls.append(self.numblocks) or compute(self, **kw))
+    np.testing.assert_array_equal(_example().gather(x), np.arange(60.0).reshape(20, 3))
+    assert calls == [(1, 1)] * 4  # one chunk per compute: no worker ever concatenates the whole
 
 
 def test_the_guide_lists_every_op_dask_cannot_run_and_quotes_the_committed_run():
@@ -289,6 +318,35 @@ def test_the_guide_lists_every_op_dask_cannot_run_and_quotes_the_committed_run()
     results = json.loads((ROOT / "docs" / "dask-logistic.json").read_text())
     for line in example.report(results).splitlines():
         assert f"- {line}\n" in page, f"docs/guide/dask.md: not the committed run's figure: {line}"
+
+
+@pytest.mark.parametrize("reduce", [tg.mean, tg.sum, lambda x: tg.mean(x, axis=0).sum()], ids=["mean", "sum", "axis"])
+def test_a_gradient_broadcast_back_over_a_chunked_array_keeps_its_chunks(reduce):
+    # Before, mean's and sum's gradient over a Dask array was one block the size of the data: a pass over
+    # a thousand chunks put the whole of it on one worker (20 MB for the example's 2.5 million rows).
+    x = tg.Tensor(da.arange(24000.0, chunks=3000).reshape(8000, 3) / 1000.0, requires_grad=True)  # chunk by chunk
+    with tg.record():
+        loss = reduce(tg.sin(x))
+    loss.backward()
+    assert x.grad.chunks == x.data.chunks
+    largest = Largest()
+    with largest:
+        grad = x.grad.compute()
+    assert largest.nbytes <= 1000 * 3 * 8  # no task made more than a chunk
+    expected = tg.grad(lambda v: reduce(tg.sin(v)))(np.arange(24000.0).reshape(8000, 3) / 1000.0)
+    np.testing.assert_allclose(grad, expected, rtol=1e-12)
+
+
+class Largest(Callback):
+    """The largest chunk a task returned while active (bytes; the final concatenation of a compute aside)."""
+
+    def __init__(self):
+        super().__init__()
+        self.nbytes = 0
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        if isinstance(key, tuple):  # a chunk's key: (name, i, j)
+            self.nbytes = max(self.nbytes, getattr(result, "nbytes", 0))
 
 
 def test_a_large_numpy_parameter_adds_its_numpy_and_dask_gradients():

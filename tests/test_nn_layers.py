@@ -198,6 +198,40 @@ def test_embedding_init_gradcheck_and_frozen_tables():
         frozen(np.array([0.5]))
 
 
+@pytest.mark.parametrize("bad", [-1, -3, 3, 7])
+def test_embedding_refuses_an_index_outside_its_rows_negative_ones_included_as_pytorch_does(bad):
+    emb = nn.Embedding(3, 2, rng=0)
+    idx = np.array([[0, 1], [2, bad]])
+    message = rf"embedding: indices must be in \[0, 3\), got \[{bad}\]"
+    for call in (
+        lambda: emb(idx),
+        lambda: emb(tg.Tensor(idx)),
+        lambda: nn.functional.embedding(idx, emb.weight),
+        lambda: nn.functional.embedding(tg.Tensor(idx), emb.weight, padding_idx=0),
+    ):
+        with pytest.raises(IndexError, match=message):
+            call()
+    # compiled: the program checks every call's indices, not only the ones it was traced with
+    lookup = tg.compile(lambda i, w: nn.functional.embedding(i, w))
+    good = np.array([[0, 1], [2, 2]])
+    np.testing.assert_array_equal(lookup(good, emb.weight.data), emb.weight.data[good])
+    np.testing.assert_array_equal(lookup(good[::-1].copy(), emb.weight.data), emb.weight.data[good[::-1]])
+    with pytest.raises(IndexError, match=message):
+        lookup(idx, emb.weight.data)
+
+
+def test_a_compiled_loss_checks_every_calls_target_classes():
+    loss = tg.compile(lambda x, t: nn.functional.cross_entropy(x, t))
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    np.testing.assert_allclose(loss(x, np.array([0, 1])), nn.cross_entropy(tg.Tensor(x), np.array([0, 1])).data)
+    loss(x, np.array([2, 1]))  # the program runs
+    with pytest.raises(
+        ValueError, match=r"target classes must be in \[0, 3\) or equal ignore_index \(-100\), got \[-1\]"
+    ):
+        loss(x, np.array([0, -1]))  # before, the program picked the last class
+    np.testing.assert_allclose(loss(x, np.array([0, -100])), nn.cross_entropy(tg.Tensor(x), np.array([0, -100])).data)
+
+
 # -- normalisation --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(

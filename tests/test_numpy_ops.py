@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+import tapegrad.numpy as tnp
 from tapegrad import tape
 from tapegrad.backend.numpy_rules import numpy_rules
 from tapegrad.ops.indexing import At
@@ -318,8 +319,36 @@ def test_einsum_optimize_picks_a_cheaper_order_for_three_operands():
 def test_einsum_errors_name_the_operands():
     with pytest.raises(ValueError, match="einsum: 'ij,jk' names 2 operands, got 1"):
         tg.einsum("ij,jk", tg.Tensor(np.ones((2, 2))))
-    with pytest.raises(TypeError, match="einsum: give the subscripts as a string"):
-        tg.einsum(tg.Tensor(np.ones(2)), [0])
+    with pytest.raises(TypeError, match="each operand is followed by a list of its subscripts"):
+        tg.einsum(tg.Tensor(np.ones(2)), "i")
+    with pytest.raises(ValueError, match=r"subscript 52 .* not within the valid range \[0, 52\)"):
+        tg.einsum(tg.Tensor(np.ones(2)), [52])
+
+
+@pytest.mark.parametrize(
+    "sublists, subscripts, shapes",
+    [
+        (([0, 1], [1, 2], [0, 2]), "ij,jk->ik", [(2, 3), (3, 4)]),  # a matrix product, output given
+        (([0, 1], [1, 2]), "ij,jk", [(2, 3), (3, 4)]),  # implicit output
+        (([0, 1], [0, 1], []), "ij,ij->", [(2, 3), (2, 3)]),  # a full contraction
+        (([Ellipsis, 1], [1, 2], [Ellipsis, 2]), "...j,jk->...k", [(2, 3), (3, 4)]),
+        (([30, 3], [3, 40], [30, 40]), "eD,Do->eo", [(2, 3), (3, 4)]),  # 0-25 are 'A'-'Z', 26-51 'a'-'z'
+    ],
+    ids=["explicit", "implicit", "contraction", "ellipsis", "upper and lower letters"],
+)
+@pytest.mark.parametrize("how", ["tg.einsum", "tapegrad.numpy.einsum", "np.einsum on tensors"])
+def test_einsum_takes_numpys_sublist_form_with_the_gradient_of_the_string_form(sublists, subscripts, shapes, how):
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    einsum = {"tg.einsum": tg.einsum, "tapegrad.numpy.einsum": tnp.einsum, "np.einsum on tensors": np.einsum}[how]
+
+    def sublist_form(x, y):
+        return einsum(x, sublists[0], y, *sublists[1:])
+
+    np.testing.assert_allclose(np.einsum(a, sublists[0], b, *sublists[1:]), np.einsum(subscripts, a, b), rtol=1e-12)
+    for got, expected in zip(_grad(sublist_form, a, b), _grad(lambda x, y: tg.einsum(subscripts, x, y), a, b)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert tg.gradcheck(sublist_form, a, b)
 
 
 # -- errors and backends ------------------------------------------------------------------------------------------------------

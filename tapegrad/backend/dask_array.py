@@ -98,6 +98,19 @@ class DaskSpellings:
     def masked(self, cond, g):
         return self.da.where(cond, g, 0)
 
+    def broadcast_to(self, x, shape):
+        """``da.broadcast_to``; onto the shape of a chunked array (a ``ChunkedShape``, what rules read of a saved
+        input), the new and stretched axes take that array's chunks: the gradient of ``mean`` over a thousand
+        chunks is a thousand chunks, not one block of the data's size."""
+        chunks = getattr(shape, "chunks", None)
+        if chunks is None:
+            return self.da.broadcast_to(x, shape)
+        x = self.da.asarray(x)
+        lead = len(shape) - x.ndim
+        own = ((None,) * lead) + tuple(x.chunks)
+        chunks = tuple(c if n is None or x.shape[i - lead] == 1 else n for i, (c, n) in enumerate(zip(chunks, own)))
+        return self.da.broadcast_to(x, tuple(shape), chunks=chunks)
+
     def eye(self, N, M=None, k=0, dtype=float):
         return self.da.eye(N, M=M, k=k, dtype=dtype)  # Dask's second positional parameter is chunks=
 

@@ -18,7 +18,8 @@ Contract
 - **Donation.** ``donate_argnums`` names positional arguments whose arrays the call may overwrite with the
   results of the same shape and dtype (matched in order): a training step updates its parameters in place.
   Use the returned values; a donated array that is not C-contiguous, writeable and apart from every other
-  argument is not overwritten.
+  argument is not overwritten. An index out of range (or an argument named twice) is a ``ValueError``: at
+  ``tg.compile`` where the signature says how many positional arguments there are, else at the call.
 - **Checking.** The second call of each signature also runs the function eagerly and compares (draws
   replayed from the same generator states); a difference is a TracingError saying what usually causes it.
   ``check=False`` turns this off.
@@ -40,6 +41,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .._scope import check_argnums, parse_argnums
 from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
 from .._tree import LEAF, tree_flatten, tree_unflatten
@@ -92,11 +94,27 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
         raise ValueError(f"tg.compile: buffers must be one of {sorted(BUFFERS)}, got {buffers!r}")
     if not callable(fn):
         raise TypeError(f"tg.compile takes a function, got {type(fn).__name__}")
-    if isinstance(donate_argnums, int):
-        donate_argnums = (donate_argnums,)
+    donate_argnums, _ = parse_argnums(donate_argnums, "tg.compile", "donate_argnums", empty=True)
     if maxsize < 1:
         raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
-    return Compiled(fn, tuple(donate_argnums), maxsize, check, BUFFERS[buffers])
+    return Compiled(fn, donate_argnums, maxsize, check, BUFFERS[buffers])
+
+
+def _positional_count(fn):
+    """How many positional arguments ``fn`` takes, or None where its signature does not say (``*args``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+
+def _checked_donations(fn, nums, n):
+    name = getattr(fn, "__name__", "the function")
+    takes = f"{name}, which takes {n} positional argument{'' if n == 1 else 's'}"
+    return check_argnums(nums, n, "tg.compile", "donate_argnums", takes)
 
 
 class _Entry:
@@ -117,6 +135,9 @@ class Compiled:
         self.fn = fn
         self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
+        n = _positional_count(fn)  # where the signature says how many, an index beyond them is refused now
+        self._donated = _checked_donations(fn, donate_argnums, n) if n is not None else None
+        self._donated_per_count: dict = {}  # else per call: the number of positional arguments -> positions
         self.maxsize = maxsize
         self.check = check
         self._cache: OrderedDict = OrderedDict()
@@ -152,6 +173,12 @@ class Compiled:
     def _donatable(self, args, arrays):
         """Per array leaf, whether the call may overwrite it: in a donated argument, a C-contiguous writeable
         NumPy array sharing memory with no other argument."""
+        nums = self._donated
+        if nums is None:  # a function taking *args: its donations are checked against each call's arguments
+            nums = self._donated_per_count.get(len(args))
+            if nums is None:
+                nums = _checked_donations(self.fn, self.donate_argnums, len(args))
+                self._donated_per_count[len(args)] = nums
         counts = []
         for i, a in enumerate(args):
             counts.append((i, len(tree_flatten(a, static=True)[0])))
@@ -163,7 +190,7 @@ class Compiled:
         for i, n in counts:
             for a in arrays[k : k + n]:
                 ok = (
-                    i in self.donate_argnums
+                    i in nums
                     and a.__class__ is np.ndarray
                     and a.flags.c_contiguous
                     and a.flags.writeable

@@ -49,7 +49,7 @@ def where(line) -> str:
 
 
 class Tracer:
-    """Records the ops of one call; see the module docstring. ``op``, ``replaying``, ``concrete``,
+    """Records the ops of one call; see the module docstring. ``op``, ``replaying``, ``concrete``, ``backward``,
     ``modified`` (and ``replayed``) are what the core calls (:mod:`tapegrad._state`)."""
 
     def __init__(self):
@@ -158,6 +158,15 @@ class Tracer:
             "program, so Python cannot branch on or compute with values that change from call to call. Keep it "
             "a tensor (tg.where(c, x, y) for a choice, tapegrad ops for arithmetic), pass it as a Python number "
             "(a static argument: a new value traces again), or call the function without tg.compile"
+        )
+
+    def backward(self, what) -> None:
+        line = _user_line()
+        raise TracingError(
+            f"{what} inside a function traced by tg.compile, at {where(line)}: a compiled program cannot run a "
+            "backward pass of its own (its rules would run once, on the first call's arrays, and write .grad of "
+            "tensors the program never returns). Compute the gradients with tg.grad or tg.value_and_grad inside "
+            "the function and return them: loss, grads = tg.value_and_grad(loss_fn)(params, x)"
         )
 
     def traces(self, array) -> bool:

@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 
-from .._state import ended_inside
+from .._state import TRACER, TRACING, ended_inside
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, is_complex, to_numpy
 from ..errors import TapeError
@@ -37,6 +37,10 @@ def seed(target, gradient, what, differentiable=False):
     """The cotangent a replay starts from at ``target``: ones for a scalar, else ``gradient`` checked and cast."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
+    if TRACING.n and not differentiable:  # inside tg.compile: what to write instead, at the user's line
+        tracer = TRACER.get()
+        if tracer is not None:
+            tracer.backward(f"{what}()")
     if target._node is None and not target.requires_grad:
         raise TapeError(_not_recorded(what))
     data = target._data

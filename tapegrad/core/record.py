@@ -18,8 +18,9 @@ import numpy as np
 from .._shapes import Shape
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
+from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
-from ..errors import TapeLeakWarning, warn_once
+from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
 __all__ = ["apply", "function_of", "apply_nondiff", "saved_values"]
@@ -38,7 +39,10 @@ def apply(op, args, params):
     active = _get_active()
     top = active[-1]._ref if active else None
     datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
-    out = _forward_numpy(op, args, datas, params) if plain else _forward_any(op, args, datas, params)
+    if plain:
+        out = _forward_numpy(op, args, datas, params)
+    else:
+        out = _forward_any(op, args, _lists_as_arrays(op, args, datas), params)
     t = _new_tensor(Tensor)
     t._data = out
     t.grad = None
@@ -298,10 +302,28 @@ def _foreign_inputs(op, srcs, top, active):
         warn_once(
             f"{op.name}: an input was computed under an earlier tape ({state}), not the one recording now. "
             "The gradient will not flow back into it, and carrying it from step to step keeps it alive. "
-            "To accumulate a statistic write `total += loss.item()`; to use the value as a constant, `x.detach()`",
+            "To accumulate a statistic write `total += loss.item()` after the record() block; to use the value as "
+            "a constant, `x.detach()`",
             TapeLeakWarning,
         )
         return
+
+
+def _lists_as_arrays(op, args, datas) -> list:
+    """``datas`` with list and tuple inputs as arrays (what NumPy would make of them, and what the rules and the
+    saved shapes expect; changed in place). One holding tensors (``tg.exp([t0, t1])``) would silently be a
+    constant: refused, naming the op."""
+    for i, a in enumerate(args):
+        if a.__class__ not in (list, tuple):
+            continue
+        if holds_tensor(a):
+            raise NestedTensorError(
+                f"{op.name}: an input is a {type(a).__name__} holding tensors, which NumPy would turn into a constant "
+                "array with no gradient. Stack them on the tape first (tg.stack([...]), or tapegrad.numpy.array); "
+                "tapegrad.numpy's functions, and NumPy's own called on tensors, do it for you"
+            )
+        datas[i] = np.asarray(a)
+    return datas
 
 
 def _forward_any(op, args, datas, params):

@@ -36,10 +36,10 @@ import numpy as np
 from .._shapes import Shape, unbroadcast
 from .._state import CLOCK, TRACER, TRACING, modified_since
 from .._tensor import Tensor
-from ..backend import common_backend, is_array
+from ..backend import common_backend, is_array, is_complex
 from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
-from .grads import hand_over
+from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
 from .node import ANS, EPOCH, OP, SAVED, SRCS, Node
 
@@ -84,13 +84,10 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
     without touching ``.grad``. ``observer``: called per entry (tracing, anomaly checks). ``upstream``: ids of the
     earlier tapes whose values this one used. ``home``: the tape replayed, which a recorded gradient keeps alive.
     """
-    if TRACING.n and not create_graph and TRACER.get() is not None:
-        raise TapeError(
-            "a plain backward pass (loss.backward(), or gradient() outside every tape) inside a function being "
-            "traced by tg.compile: its rules would run on arrays the program never sees, so its gradients would "
-            "be frozen at the first call's values. Compute gradients with tg.grad / tg.value_and_grad inside the "
-            "compiled function and return them"
-        )
+    if TRACING.n and not create_graph:
+        tracer = TRACER.get()
+        if tracer is not None:  # its rules would run on arrays the program never sees: refused, naming the line
+            tracer.backward("a plain backward pass (loss.backward(), or gradient() outside every tape)")
     grads: dict = {}
     for key, g in roots:
         old = grads.get(key)
@@ -119,7 +116,23 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
             )
         except BaseException as err:
             failure = ("leaves", None, err)
+        if found:
+            _real_sources(found, wanted, xp)
     return Outcome(found, leftovers, failure, kept)
+
+
+def _real_sources(found, wanted, xp) -> None:
+    """A real ``gradient()`` source's gradient is real, as a real leaf's is: the real part of a cotangent that a
+    later complex value gave it (``wanted`` holds each source's dtype; a node of the tape has no other record)."""
+    for key, g in found.items():
+        dtype = wanted[key]
+        if g is None or dtype is None or is_complex(dtype):
+            continue
+        if isinstance(g, Tensor):  # a recorded replay: the real part as an op
+            if is_complex(g._data):
+                found[key] = xp.real(g)
+        elif is_complex(g):
+            found[key] = fresh(g, dtype, 2)  # its real part, in a buffer of its own
 
 
 def _walk_plain(entries, grads, xp, retain, steps, kept):

@@ -55,7 +55,9 @@ never by reaching into its attributes:
 - **The tracer** (compiled tapes): while a function is traced, ``tapegrad._state.TRACER`` holds this context's
   tracer. ``apply`` and ``apply_nondiff`` report every op to ``tracer.op(op, inputs, params, out)``; a recorded
   replay reports each entry it differentiates to ``tracer.replaying(node, rec)`` before its rules run and calls
-  ``tracer.replayed()`` after them, and a plain replay is refused (its rules would run unseen); Python reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
+  ``tracer.replayed()`` after them, and a plain replay (or ``backward()`` of a value no tape recorded) is
+  refused through ``tracer.backward(what)``, which names the user's line (its rules would run unseen); Python
+  reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
   changes ask the tracer first (``tracer.concrete``, ``tracer.modified``). ``TRACING.n`` counts traces in
   progress anywhere, so untraced code pays one attribute read per op.
 """
@@ -303,7 +305,7 @@ class BaseTape:
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
-            wanted[key_of(s)] = None
+            wanted[key_of(s)] = s.dtype  # a real source's gradient is real, even where complex values met it
         found = self._replay(
             roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
         )

@@ -14,6 +14,7 @@ import numpy as np
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
+from ._indices import in_range
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -204,9 +205,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
 
 
 def _class_targets(input: Tensor, target, ignore_index, name):
-    """The integer targets, checked against the classes: an array, or for a tensor target the tensor itself,
-    whose values the losses then use through ops only (inside ``tg.compile`` they change from call to call;
-    the values are checked here once, when the function is traced)."""
+    """The integer targets, checked against the classes: an array, or for a tensor target a tensor whose
+    values the losses then use through ops only (inside ``tg.compile`` they change from call to call, and the
+    op that checks them runs on every call)."""
     is_tensor = isinstance(target, Tensor)
     labels = np.asarray(target._data if is_tensor else target)
     if labels.dtype.kind not in "iu":
@@ -220,13 +221,9 @@ def _class_targets(input: Tensor, target, ignore_index, name):
     if labels.shape != want:
         raise ValueError(f"{name}: input of shape {input.shape} needs a target of shape {want}, got {labels.shape}")
     n_classes = input.shape[0 if input.ndim == 1 else 1]
-    bad = (labels != ignore_index) & ((labels < 0) | (labels >= n_classes))
-    if bad.any():
-        raise ValueError(
-            f"{name}: target classes must be in [0, {n_classes}) or equal ignore_index ({ignore_index}), "
-            f"got {labels[bad].ravel()[:5].tolist()}"
-        )
-    return (target if is_tensor else labels), n_classes
+    # a tensor target is checked by an op, so that a compiled program checks every call's targets
+    checked = in_range(target if is_tensor else labels, n_classes, f"{name}: target classes", ignore_index, ValueError)
+    return checked, n_classes
 
 
 def _picked(logp: Tensor, labels, safe) -> Tensor:

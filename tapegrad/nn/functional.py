@@ -52,6 +52,7 @@ from ..ops import (  # noqa: F401  (re-exported)
 )
 from ..ops import log_sigmoid as logsigmoid
 from ._attention_functions import scaled_dot_product_attention  # noqa: F401
+from ._indices import in_range
 from ._loss_functions import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -178,15 +179,15 @@ def embedding(input, weight: Tensor, padding_idx: int | None = None, max_norm=No
         raise NotImplementedError("embedding: max_norm (renormalising rows in place) is not supported")
     idx = _indices(input, "embedding")
     n = weight.shape[0]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
-        raise IndexError(f"embedding: indices must be in [0, {n}), got values in [{idx.min()}, {idx.max()}]")
+    # a negative index is refused, as PyTorch does, never a row counted from the end
     if isinstance(input, Tensor):  # its values only through ops: inside tg.compile they change from call to call
+        input = in_range(input, n, "embedding: indices")
         rows = weight[input]
         if padding_idx is not None:
             padded = ops.expand_dims(ops.equal(input, padding_idx % n), -1)
             rows = ops.where(padded, rows.detach(), rows)
         return rows
-    rows = weight[idx]
+    rows = weight[in_range(idx, n, "embedding: indices")]
     if padding_idx is not None:
         padded = (idx == padding_idx % n)[..., None]
         if padded.any():

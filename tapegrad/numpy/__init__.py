@@ -1,8 +1,9 @@
 """``tapegrad.numpy``: NumPy's namespace, differentiable on tensors. ``import tapegrad.numpy as np`` and code
 written for ``autograd.numpy`` runs with only its imports changed.
 
-Every name is NumPy's: ``np.exp``, ``np.sum``, ``np.linalg.solve`` are NumPy's own functions, so on arrays
-and numbers they run NumPy and return what NumPy returns; given a tensor, NumPy hands the call to tapegrad
+Every name is NumPy's: ``np.exp``, ``np.sum``, ``np.linalg.solve`` are NumPy's own functions (wrapped so that
+tensors inside lists are stacked on the tape first: ``np.sum([x[0], x[1]])`` records), so on arrays and numbers
+they run NumPy and return what NumPy returns; given a tensor, NumPy hands the call to tapegrad
 (``Tensor.__array_ufunc__`` and ``__array_function__``), which runs its op and records it. The table of what
 tapegrad implements is :func:`implementation`'s; a NumPy function it has no rule for raises a ``TypeError``
 naming it on tensors, never a silent constant.
@@ -17,8 +18,8 @@ Four kinds of name:
   (``zeros``, ``eye``, ``arange``: constants to a tape) and ``np.random``;
 - **tapegrad's own**, for the constructors NumPy does not dispatch: ``array`` and ``asarray`` stack tensors
   found in lists on the tape (``np.array([x, 2 * x])``) and keep a tensor itself, where real NumPy's
-  ``np.asarray(t)`` leaves the tape on purpose; ``full`` with a tensor fill value; ``mean``, ``std`` and ``var``
-  of lists of tensors.
+  ``np.asarray(t)`` leaves the tape on purpose; ``full`` with a tensor fill value; ``r_`` and ``c_``, which
+  concatenate tensors on the tape.
 
 >>> import tapegrad as tg
 >>> import tapegrad.numpy as np
@@ -35,9 +36,14 @@ from numpy import *  # noqa: F403  (NumPy's namespace; tensors dispatch to tapeg
 # are bound, `from . import linalg` would find the attribute and not import the submodule)
 del fft, linalg, random  # noqa: F821
 
-from . import _dispatch, fft, linalg, random  # noqa: E402, F401  (_dispatch installs NumPy's protocols on Tensor)
-from ._arrays import _has_tensor, array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
+from . import _dispatch, _namespace, fft, linalg, random  # noqa: E402, F401  (_dispatch: NumPy's protocols on Tensor)
+from ._table import MAIN as _MAIN  # noqa: E402
+
+globals().update(_namespace.wrapped(_np, _np.__all__, _MAIN))  # NumPy's functions, recording tensors inside lists
+
+from ._arrays import array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
 from ._dispatch import implementation  # noqa: E402
+from ._index_tricks import c_, r_  # noqa: E402
 
 __all__ = [
     "array",
@@ -47,9 +53,8 @@ __all__ = [
     "asfortranarray",
     "asarray_chkfinite",
     "full",
-    "mean",
-    "std",
-    "var",
+    "r_",
+    "c_",
     "implementation",
 ]
 
@@ -65,30 +70,6 @@ def asarray_chkfinite(a, dtype=None, order=None):
     if not _np.isfinite(getattr(out, "_data", out)).all():
         raise ValueError("array must not contain infs or NaNs")
     return out
-
-
-def _listed(a):
-    return array(a) if isinstance(a, (list, tuple)) and _has_tensor(a) else a
-
-
-def mean(a, *args, **kwargs):
-    """``np.mean``; a list holding tensors is stacked first (as ``autograd.numpy``'s).
-
-    >>> import tapegrad as tg, tapegrad.numpy as np
-    >>> np.mean([tg.Tensor(1.0), 3.0])
-    Tensor(2.)
-    """
-    return _np.mean(_listed(a), *args, **kwargs)
-
-
-def std(a, *args, **kwargs):
-    """``np.std``; a list holding tensors is stacked first (as ``autograd.numpy``'s)."""
-    return _np.std(_listed(a), *args, **kwargs)
-
-
-def var(a, *args, **kwargs):
-    """``np.var``; a list holding tensors is stacked first (as ``autograd.numpy``'s)."""
-    return _np.var(_listed(a), *args, **kwargs)
 
 
 def __getattr__(name):

@@ -17,22 +17,11 @@ import numpy as np
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
+from .._tree import holds_tensor
 from ..linalg import cross as _cross3
 from ._calculus import data, shape
+from ._nested import stacked
 from ._signatures import cast, unsupported
-
-
-def _has_tensor(obj) -> bool:
-    if isinstance(obj, Tensor):
-        return True
-    return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
-
-
-def _stacked(obj):
-    """Nested lists holding tensors, stacked on the tape."""
-    if isinstance(obj, (list, tuple)):
-        return ops.stack([_stacked(o) for o in obj]) if obj else np.array(obj)
-    return obj
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -42,9 +31,9 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     >>> np.array([tg.Tensor(1.0), 2.0])
     Tensor([1., 2.])
     """
-    if not _has_tensor(object):
+    if not holds_tensor(object):
         return np.array(object, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, like=like)
-    out = cast(_stacked(object), dtype)
+    out = cast(stacked(object), dtype)
     if out is object and copy:
         out = ops.astype(out, dtype=out.dtype)  # a copy on the tape, as np.array copies
     n = ndmin - len(shape(out))
@@ -62,10 +51,10 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     >>> np.asarray(t) is t
     True
     """
-    if not _has_tensor(a):
+    if not holds_tensor(a):
         kwargs = {} if copy is None else {"copy": copy}
         return np.asarray(a, dtype=dtype, order=order, like=like, **kwargs)
-    return cast(_stacked(a), dtype)
+    return cast(stacked(a), dtype)
 
 
 def asanyarray(a, dtype=None, order=None, *, like=None):

@@ -2,7 +2,9 @@
 ``np.linalg.solve(a, t)`` (NEP 18, ``__array_function__``) run tapegrad's function for the NumPy one, from the
 one table (:mod:`tapegrad.numpy._table`), and return a tensor on the tape.
 
-What has no rule raises a ``TypeError`` naming the function, never a silent constant: a NumPy function or ufunc
+Tensors inside lists (``np.where(t > 0, t, [t0, t1])``, ``np.concatenate([t, [t0]])``) are stacked on the tape
+first (:mod:`tapegrad.numpy._nested`). What has no rule raises a ``TypeError`` naming the function, never a
+silent constant: a NumPy function or ufunc
 tapegrad does not implement, the ufunc methods without a tapegrad meaning (``np.maximum.accumulate``, ``at``,
 ``reduceat``), and ``out=`` (a write into an existing array; for ``a += t`` with an array ``a``, write
 ``a = a + t``). ``np.asarray(t)`` (or ``t.data``) stays the way to use a tensor's value as a constant on purpose.
@@ -26,12 +28,16 @@ import numpy as np
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
+from ..errors import NestedTensorError
 from ..tensor_methods import set_numpy_protocols
+from ._nested import SEQUENCES, lift, nested
 from ._signatures import UnsupportedArgument, cast, unsupported
 from ._table import ACCUMULATE, FFT, LINALG, LOGADDEXP_REDUCE, MAIN, REDUCE
 
 UFUNCS: dict = {}  # np.exp -> tapegrad's exp
+OP_UFUNCS: dict = {}  # those of them whose function is one op (the fast path of np.exp(t))
 FUNCTIONS: dict = {}  # np.sum -> tapegrad's sum under NumPy's signature
+ARGUMENTS: dict = {}  # np.concatenate -> its parameters that are sequences of arrays (see _nested.SEQUENCES)
 
 
 def _build() -> None:
@@ -39,15 +45,20 @@ def _build() -> None:
         for name, f in table.items():
             obj = getattr(module, name)
             (UFUNCS if isinstance(obj, np.ufunc) else FUNCTIONS)[obj] = f
+            if isinstance(obj, np.ufunc) and hasattr(f, "op"):
+                OP_UFUNCS[obj] = f
+            ARGUMENTS[obj] = SEQUENCES.get(name, ())
 
 
 def implementation(numpy_function):
     """The tapegrad function that runs for ``numpy_function`` on tensors, or None where tapegrad has no rule.
 
     >>> import numpy as np, tapegrad as tg, tapegrad.numpy as tnp
-    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(np.i0)
-    (True, None)
+    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(tnp.exp) is tg.exp, tnp.implementation(np.i0)
+    (True, True, None)
     """
+    # tapegrad.numpy's names are NumPy's functions and ufuncs, wrapped: the table is keyed by NumPy's own
+    numpy_function = getattr(numpy_function, "numpy_function", numpy_function)
     return UFUNCS.get(numpy_function) if isinstance(numpy_function, np.ufunc) else FUNCTIONS.get(numpy_function)
 
 
@@ -157,10 +168,16 @@ def _method(ufunc, method, inputs, kwargs):
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     """``Tensor.__array_ufunc__`` (NEP 13): ``np.exp(t)``, ``ndarray + t``, ``np.add.reduce(t)`` on the tape."""
-    if method == "__call__":
-        f = UFUNCS.get(ufunc)
-        if f is not None and not kwargs:
-            return f(*inputs)
+    if method == "__call__" and not kwargs:
+        f = OP_UFUNCS.get(ufunc)
+        if f is not None:  # one op: it refuses a list holding tensors before it records anything
+            try:
+                return f(*inputs)
+            except NestedTensorError:  # np.add(t, [t0, t1]): the list's tensors stacked on the tape, then again
+                return f(*lift(inputs, {}, ())[0])
+    if nested(inputs, None):  # np.add(t, [t0, t1]): the list's tensors are stacked on the tape
+        inputs, _ = lift(inputs, {}, ())
+    f = UFUNCS.get(ufunc) if method == "__call__" else None
     try:
         return _call(ufunc, f, inputs, kwargs) if method == "__call__" else _method(ufunc, method, inputs, kwargs)
     except UnsupportedArgument as err:
@@ -172,6 +189,8 @@ def array_function(self, func, types, args, kwargs):
     f = FUNCTIONS.get(func)
     if f is None:
         raise no_rule(_numpy_name(func), args)
+    if nested(args, kwargs):  # np.where(t > 0, t, [t0, t1]): tensors inside lists are stacked on the tape
+        args, kwargs = lift(args, kwargs, ARGUMENTS[func])
     try:
         return f(*args, **kwargs)
     except UnsupportedArgument as err:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import tapegrad.ops as ops
+from tapegrad.ops.linear import einsum_subscripts
 
 from .._tensor import Tensor
 
@@ -252,7 +253,7 @@ def clip(a, a_min=NO, a_max=NO, out=None, *, min=NO, max=NO, **kwargs):
 
 
 def einsum(*operands, out=None, optimize=False, **kwargs):
-    """NumPy's ``np.einsum`` on tensors (tapegrad's ``einsum``), subscripts as a string."""
+    """NumPy's ``np.einsum`` on tensors (tapegrad's ``einsum``), subscripts as a string or as sublists."""
     check_out("einsum", out)
     dtype = kwargs.pop("dtype", None)
     if kwargs.pop("casting", "safe") not in ("safe", "same_kind", "unsafe", "equiv", "no"):
@@ -260,14 +261,12 @@ def einsum(*operands, out=None, optimize=False, **kwargs):
     check_order("einsum", kwargs.pop("order", "K"))
     if kwargs:
         raise TypeError(f"np.einsum() got unexpected keyword arguments {sorted(kwargs)}")
-    if not operands or not isinstance(operands[0], str):
-        raise unsupported(
-            "einsum",
-            "operand, sublist, ...",
-            "tapegrad's einsum takes its subscripts as a string",
-            "Write np.einsum('ij,jk->ik', a, b)",
-        )
-    subscripts, *arrays = operands
+    if not operands:
+        raise ValueError("np.einsum: needs the subscripts and at least one operand")
+    if isinstance(operands[0], str):
+        subscripts, *arrays = operands
+    else:  # the sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2])
+        subscripts, arrays = einsum_subscripts(operands)
     return ops.einsum(subscripts, *[cast(a, dtype) for a in arrays], optimize=optimize)
 
 

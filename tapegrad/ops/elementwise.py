@@ -11,10 +11,12 @@ import math
 
 import numpy as np
 
+from .._tensor import Tensor
 from ..backend import is_floating
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
 from ._complex import is_complex, real_if_complex
+from .compare import greater, less
 
 
 def _sigmoid(x, *, xp=np):
@@ -156,6 +158,13 @@ def clip(x, a_min=None, a_max=None):
     """
     if a_min is None and a_max is None:
         raise ValueError("clip: give a_min, a_max or both")
+    if isinstance(a_min, Tensor) or isinstance(a_max, Tensor):  # a bound that is a tensor gets its gradient too
+        out = x
+        if a_min is not None:  # NumPy's order: the lower bound first, so a_max wins where a_min > a_max
+            out = where(less(out, a_min), a_min, out)
+        if a_max is not None:
+            out = where(greater(out, a_max), a_max, out)
+        return out
     return _clip(x, a_min=a_min, a_max=a_max)
 
 

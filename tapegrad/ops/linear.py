@@ -53,10 +53,45 @@ def _tensordot_vjp_y(xp, g, ans, x, y, axes):
 
 
 # -- einsum -------------------------------------------------------------------------------------------------
+def _sublist_letters(sublist, where):
+    letters = []
+    for s in sublist:
+        if s is Ellipsis:
+            letters.append("...")
+            continue
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"einsum: {where} {sublist!r} must hold integers in [0, 52) or Ellipsis, got {s!r}")
+        if not 0 <= s < 52:
+            raise ValueError(f"einsum: subscript {s} in {where} {sublist!r} is not within the valid range [0, 52)")
+        letters.append(string.ascii_letters[(int(s) + 26) % 52])  # NumPy's: 0-25 are 'A'-'Z', 26-51 'a'-'z'
+    return "".join(letters)
+
+
+def einsum_subscripts(args):
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as (subscripts string, operands).
+
+    >>> einsum_subscripts(("a", [0, 1], "b", [1, 2], [0, 2]))
+    ('AB,BC->AC', ('a', 'b'))
+    """
+    args = tuple(args)
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+    operands, terms = pairs[0::2], pairs[1::2]
+    if not operands:
+        raise ValueError("einsum: needs at least one operand")
+    for t in terms + ((output,) if output is not None else ()):
+        if not isinstance(t, (list, tuple)):
+            raise TypeError(
+                f"einsum: in the sublist form each operand is followed by a list of its subscripts "
+                f"(einsum(a, [0, 1], b, [1, 2], [0, 2])), got {type(t).__name__}"
+            )
+    spec = ",".join(_sublist_letters(t, "the sublist") for t in terms)
+    if output is not None:
+        spec += "->" + _sublist_letters(output, "the output sublist")
+    return spec, operands
+
+
 def _parse_einsum(subscripts, shapes):
     """Explicit subscripts without ellipsis for operands of ``shapes``: (input terms, output term)."""
-    if not isinstance(subscripts, str):
-        raise TypeError("einsum: give the subscripts as a string ('ij,jk->ik'); the sublist form is not supported")
     s = subscripts.replace(" ", "")
     inputs, arrow, output = s.partition("->")
     terms = inputs.split(",")
@@ -216,13 +251,18 @@ def tensordot(a, b, axes=2):
 
 
 def einsum(subscripts, *operands, optimize=False):
-    """Einstein summation as ``np.einsum``: any subscripts (repeated indices, ``...``, implicit output);
-    ``optimize`` (False, True, "greedy", "optimal" or a path) picks the contraction order, forward and backward.
+    """Einstein summation as ``np.einsum``: any subscripts (repeated indices, ``...``, implicit output), as a
+    string or in NumPy's sublist form (``einsum(a, [0, 1], b, [1, 2], [0, 2])``); ``optimize`` (False, True,
+    "greedy", "optimal" or a path) picks the contraction order, forward and backward.
 
     >>> import tapegrad as tg
     >>> tg.einsum("ii->", tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
     Tensor(5.)
+    >>> tg.einsum(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]), [0, 0], [])
+    Tensor(5.)
     """
+    if not isinstance(subscripts, str):  # NumPy's sublist form: operand, sublist, operand, sublist, ..., [output]
+        subscripts, operands = einsum_subscripts((subscripts,) + operands)
     if not operands:
         raise ValueError("einsum: needs at least one operand")
     terms, output = _parse_einsum(subscripts, [_shape(x) for x in operands])
