@@ -7,6 +7,7 @@ it cannot. The test names carry the item of the contract they settle.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import warnings
+import weakref
 import zipfile
 
 import numpy as np
@@ -308,6 +310,22 @@ def test_two_create_graph_backwards_keep_the_gradient_differentiable():  # item 
         y = x**3
     y.backward(create_graph=True)
     assert x.grad.requires_grad and float(x.grad) == 13.0
+
+
+def test_a_create_graph_gradient_on_its_leaf_frees_its_tape_with_the_leaf():
+    # The tape records the leaf, the leaf's .grad keeps the tape (it is meant to be differentiated again): a
+    # cycle, which the collector frees once the user drops the leaf; a global table of kept tapes would not.
+    x = leaf(2.0)
+    with tg.record() as tape:
+        y = x**3
+    y.backward(create_graph=True)
+    assert x.grad.requires_grad
+    kept = weakref.ref(tape)
+    del x, y, tape
+    with tg.record():  # the context keeps its last unreplayed tape pending until the next block ends
+        pass
+    gc.collect()
+    assert kept() is None
 
 
 @pytest.mark.parametrize("through", ["leaf", "intermediate"])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 
 import numpy as np
 
@@ -30,7 +29,6 @@ __all__ = ["seed", "hand_over", "fresh", "write_grad", "keeps_its_tape"]
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
 _grad_lock = threading.Lock()
-_kept = weakref.WeakKeyDictionary()  # node of a create_graph gradient -> the tape its value was recorded on
 
 
 def seed(target, gradient, what, differentiable=False):
@@ -136,10 +134,11 @@ def hand_over(grads, *, xp, recorded, leaves, wanted, found, upstream, leftovers
 def keeps_its_tape(g, tape):
     """A gradient recorded by a create_graph replay keeps ``tape`` alive as long as the gradient lives: it is
     a value meant to be differentiated again, in this block or a later one (other tensors refer to their tape
-    only weakly)."""
+    only weakly). The node holds the tape itself, not a global table: the tape's records may hold the leaf
+    whose ``.grad`` this is, and a cycle through a global table would never be collected."""
     node = getattr(g, "_node", None)
     if node is not None:
-        _kept[node] = tape
+        node.keep = tape
     return g
 
 

@@ -44,7 +44,7 @@ MASK = 7  # bit i set: input i needs a gradient
 class Node:
     """The identity of one recorded value: the key its cotangent lives under during replay."""
 
-    __slots__ = ("tape", "hooks", "__weakref__")
+    __slots__ = ("tape", "hooks", "keep", "__weakref__")  # keep: the tape a create_graph gradient keeps alive
 
 
 class TapeRef(weakref.ref):
