@@ -14,6 +14,7 @@ Left out: sqrtm, funm and the other matrix functions; these two need SciPy (with
 import numpy as np
 
 from ..backend import MissingFunction
+from ..backend import dask_array as dask
 from ..registry import defop
 from ._complex import like
 from ._matrix import is_numpy, mT, scipy_linalg
@@ -59,8 +60,10 @@ def _frechet_vjp(xp, f, g, a):
 
 
 # fmt: off
-_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x")
-_logm_op = defop("logm", _logm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _logm_op), g, a), save="x")
+_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x",
+                 refuses={"dask": dask.LINALG})
+_logm_op = defop("logm", _logm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _logm_op), g, a), save="x",
+                 refuses={"dask": dask.LINALG})
 # fmt: on
 
 
