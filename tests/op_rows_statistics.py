@@ -98,31 +98,22 @@ def _np_average(a, w, **k):
     return np.average(a, weights=w, **k)
 
 
+_SPREAD = {"examples": _SPREAD_EXAMPLES, "arity": 1, "axis_kwargs": True, "draw": _two_or_more}
+_ORDER = {
+    "domain": "distinct",
+    "examples": _QUANTILE_EXAMPLES,
+    "arity": 1,
+    "draw": _quantile_draw,
+    "unsupported": ("dask",),
+}
+
 ROWS = (
     OpCase("prod", ref=np.prod, domain="zeros", axis_kwargs=True),
     OpCase("cumsum", ref=np.cumsum, examples=_SCAN_EXAMPLES, draw=_scan_draw),
     OpCase("cumprod", ref=np.cumprod, domain="zeros", examples=_SCAN_EXAMPLES, draw=_scan_draw),
-    OpCase(
-        "std",
-        tg.std,
-        np.std,
-        domain="distinct",
-        examples=_SPREAD_EXAMPLES,
-        arity=1,
-        axis_kwargs=True,
-        draw=_two_or_more,
-    ),
-    OpCase(
-        "nanstd",
-        tg.nanstd,
-        np.nanstd,
-        domain="distinct",
-        examples=_SPREAD_EXAMPLES,
-        arity=1,
-        axis_kwargs=True,
-        draw=_two_or_more,
-    ),
-    OpCase("nanvar", tg.nanvar, np.nanvar, examples=_SPREAD_EXAMPLES, arity=1, axis_kwargs=True, draw=_two_or_more),
+    OpCase("std", tg.std, np.std, domain="distinct", **_SPREAD),
+    OpCase("nanstd", tg.nanstd, np.nanstd, domain="distinct", **_SPREAD),
+    OpCase("nanvar", tg.nanvar, np.nanvar, **_SPREAD),
     OpCase("nansum", tg.nansum, np.nansum, arity=1, axis_kwargs=True),
     OpCase("nanmean", tg.nanmean, np.nanmean, arity=1, axis_kwargs=True),
     OpCase("nanprod", tg.nanprod, np.nanprod, domain="zeros", arity=1, axis_kwargs=True),
@@ -131,26 +122,8 @@ ROWS = (
     OpCase("ptp", tg.ptp, np.ptp, domain="distinct", arity=1, axis_kwargs=True),
     # order statistics sort (argsort, which Dask refuses)
     OpCase("median", tg.median, np.median, domain="distinct", arity=1, axis_kwargs=True, unsupported=("dask",)),
-    OpCase(
-        "quantile",
-        tg.quantile,
-        np.quantile,
-        domain="distinct",
-        examples=_QUANTILE_EXAMPLES,
-        arity=1,
-        draw=_quantile_draw,
-        unsupported=("dask",),
-    ),
-    OpCase(
-        "percentile",
-        _percentile,
-        _np_percentile,
-        domain="distinct",
-        examples=_QUANTILE_EXAMPLES,
-        arity=1,
-        draw=_quantile_draw,
-        unsupported=("dask",),
-    ),
+    OpCase("quantile", tg.quantile, np.quantile, **_ORDER),
+    OpCase("percentile", _percentile, _np_percentile, **_ORDER),
     OpCase(
         "average",
         _average,
