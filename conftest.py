@@ -10,6 +10,10 @@
 - ```` ```bash ```` blocks run as one script that must succeed.
 - ``<!-- skip: next "why" -->`` before a block keeps it from running (installs, benchmarks of minutes, a GPU);
   the reason is shown with the skipped test.
+- ``<!-- tolerance: 0.5% "why" -->`` right before a console block compares its decimal numbers (``0.9916``,
+  ``1.5221``, not integers) within that relative tolerance, for output that depends on the CPU: float32 matrix
+  products take other BLAS kernels on another processor, and a training run's figures move with them. The
+  page's text says so too; every other character still compares exactly.
 
 Commands run with ``TMPDIR`` set to a folder of their page's own, so the examples' default outputs (under the
 temporary directory) land there, with ``python`` meaning the interpreter that runs the tests, and with this
@@ -23,6 +27,7 @@ from __future__ import annotations
 import doctest
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -92,17 +97,71 @@ def expected_status(want: str) -> tuple[str, int]:
     return want, 0
 
 
+_TOLERANCE = re.compile(r'<!-- tolerance: ([0-9.]+)% "[^"]+" -->\s*\Z')
+_DECIMAL = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def tolerance_before(text: str) -> float | None:
+    """The relative tolerance a ``<!-- tolerance: X% "why" -->`` comment right at the end of ``text`` states.
+
+    >>> tolerance_before('intro\\n<!-- tolerance: 0.5% "BLAS kernels differ by CPU" -->\\n')
+    0.005
+    >>> tolerance_before("no comment here\\n") is None
+    True
+    """
+    tail = text[-400:]
+    found = _TOLERANCE.search(tail)
+    if found is None:
+        if "<!-- tolerance" in tail.rsplit("```", 1)[-1]:
+            raise ValueError('a tolerance comment is written <!-- tolerance: 0.5% "why" --> right before its block')
+        return None
+    return float(found.group(1)) / 100
+
+
+def numbers_differ(want: str, got: str, rel: float) -> list[str] | None:
+    """Where ``got`` matches ``want`` but for its decimal numbers, the numbers outside ``rel`` (an empty list:
+    all within it); None where the text around the numbers differs.
+
+    >>> numbers_differ("loss 1.5221  accuracy 0.9916\\n", "loss 1.5230  accuracy 0.9944\\n", 0.005)
+    []
+    >>> numbers_differ("loss 1.5221\\n", "loss 1.6000\\n", 0.005)
+    ['1.6000 for 1.5221']
+    >>> numbers_differ("epoch 20 loss 1.5221\\n", "epoch 21 loss 1.5221\\n", 0.005) is None
+    True
+    """
+    pattern, wanted = [], []
+    for piece in re.split(r"(\.\.\.|" + _DECIMAL.pattern + ")", " ".join(want.split())):
+        if piece == "...":
+            pattern.append(r".*?")
+        elif _DECIMAL.fullmatch(piece):
+            pattern.append("(" + _DECIMAL.pattern + ")")
+            wanted.append(float(piece))
+        else:
+            pattern.append(re.escape(piece))
+    match = re.fullmatch("".join(pattern), " ".join(got.split()), re.DOTALL)
+    if match is None:
+        return None
+    return [f"{shown} for {w}" for shown, w in zip(match.groups(), wanted) if abs(float(shown) - w) > rel * abs(w)]
+
+
 def evaluate_console(example) -> str | None:
     checker = doctest.OutputChecker()
+    rel = tolerance_before(example.document.text[: example.start])
     for command, shown in parse_console(example.parsed):
         want, status = expected_status(shown)
         done = run_command(command, example.namespace)
         if done.returncode != status:
             return _failure(command, done, f"exited with {done.returncode}, not {status} as the page shows")
         got = done.stdout if status == 0 else done.stdout + done.stderr
-        if want.strip() and not checker.check_output(want, got, FLAGS):
-            diff = checker.output_difference(doctest.Example(command, want), got, FLAGS)
-            return _failure(command, done, "printed something else than the page shows:\n" + diff)
+        if not want.strip() or checker.check_output(want, got, FLAGS):
+            continue
+        outside = numbers_differ(want, got, rel) if rel is not None else None
+        if outside == []:
+            continue
+        diff = checker.output_difference(doctest.Example(command, want), got, FLAGS)
+        if outside:
+            diff = f"numbers outside the page's {100 * rel:g}% tolerance: {', '.join(outside)}\n" + diff
+        return _failure(command, done, "printed something else than the page shows:\n" + diff)
     return None
 
 

@@ -14,6 +14,8 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
+from importlib import metadata as _metadata
+
 from . import (
     compile,
     data,
@@ -67,7 +69,10 @@ def stop_gradient(x):
     return x.detach() if isinstance(x, Tensor) else Tensor(x)
 
 
-__version__ = "0.1.0"
+try:  # the installed package's version (setup.cfg holds it; CHANGELOG.md says what each version changed)
+    __version__ = _metadata.version("tapegrad")
+except _metadata.PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "Tensor",

@@ -237,8 +237,9 @@ def test_the_training_figures_in_the_readme_are_the_runs_the_example_pages_check
     accuracy = float(re.search(r"epoch +(\d+)/\1 +loss [0-9.]+ +test accuracy (0\.\d+)\n", cnn).group(2))
     total = int(re.search(r"(\d+) test images", cnn).group(1))
     right = round(accuracy * total)
-    assert f"**{100 * accuracy:.2f}%** test accuracy ({right} of {total} images)" in readme
-    assert f"**{100 * accuracy:.2f}% test accuracy** ({right} of the {total}" in cnn
+    # a float32 run: stated as "about", to one decimal, beside the count on the page's machine
+    assert f"about **{100 * accuracy:.1f}%** test accuracy ({right} of {total} images" in readme
+    assert f"about **{100 * accuracy:.1f}% test accuracy** ({right} of the\n{total}" in cnn
     lm = (ROOT / "docs" / "examples" / "char-lm.md").read_text()
     held_out = float(
         re.search(r"```console\n\$ python examples/char_lm.py\n(?:.*\n)*?step +600 .* held out ([0-9.]+)", lm).group(1)
