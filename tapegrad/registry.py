@@ -78,6 +78,8 @@ class Op:
       tests check.
     - ``refuses``: backend name -> ``(why, when)``, the libraries that cannot run it (``when(params)`` says for
       which parameters; None: for all); ``Backend.forward`` raises ``NotImplementedError`` with the reason.
+    - ``real_only``: why the op takes real input only (None: it takes complex input too); derived for a ufunc
+      with no complex loop, declared for any other forward.
     - ``method``: a Tensor method of the same name as its public function, where NumPy's ndarray has none
       (``x.exp()``); a function named as an ndarray method is one without saying so.
     - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
@@ -101,6 +103,7 @@ class Op:
         "elementwise",
         "view",
         "refuses",
+        "real_only",
         "method",
         "function",
         "module",
@@ -122,6 +125,7 @@ class Op:
         elementwise=None,
         view=False,
         refuses=None,
+        real_only=None,
         method=False,
         module=None,
     ):
@@ -146,6 +150,9 @@ class Op:
         self.elementwise = elementwise
         self.view = view
         self.refuses = {k: (v, None) if isinstance(v, str) else v for k, v in (refuses or {}).items()}
+        if real_only is None and isinstance(self.numpy, np.ufunc) and not any("D" in t for t in self.numpy.types):
+            real_only = "NumPy's ufunc has no complex loop"
+        self.real_only = real_only
         self.method = method
         self.function = None
         self.module = module
@@ -212,6 +219,7 @@ def defop(
     elementwise=None,
     view=False,
     refuses=None,
+    real_only=None,
     method=False,
 ):
     """Register a differentiable op and return its public function.
@@ -221,7 +229,7 @@ def defop(
     ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
-    ``elementwise``, ``view``, ``refuses`` and ``method`` declare what the rest of the package reads of the op
+    ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
     (see :class:`Op`); a ufunc forward needs none of them.
 
     On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
@@ -257,7 +265,7 @@ def defop(
     module = _caller_module()
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
-        elementwise=elementwise, view=view, refuses=refuses, method=method, module=module,
+        elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)

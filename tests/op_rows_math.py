@@ -51,6 +51,8 @@ ROWS = (
     OpCase("square", ref=np.square),
     OpCase("reciprocal", ref=np.reciprocal, domain="nonzero"),
     OpCase("cbrt", ref=np.cbrt, domain="nonzero"),
+    OpCase("i0", ref=np.i0),
+    OpCase("i0", lambda x: tg.i0(x + 24.0), lambda x: np.i0(x + 24.0), domain="unit"),  # past 20: Hankel's expansion
     OpCase("sinc", ref=np.sinc),  # the real domain draws 0, where the rule switches to its series
     OpCase("deg2rad", ref=np.deg2rad),
     OpCase("rad2deg", ref=np.rad2deg),

@@ -167,9 +167,10 @@ erf = defop("erf", _erf, lambda xp, g, ans, x: g * _gauss(xp, x), save="x", elem
 erfc = defop("erfc", _erfc, lambda xp, g, ans, x: -g * _gauss(xp, x), save="x", elementwise=True,
              doc="1 - erf(x), accurate where erf(x) is near 1 (large x).\n\n"
                  ">>> import tapegrad as tg\n>>> print(f'{float(tg.erfc(tg.Tensor(10.0))):.10e}')\n2.0884875838e-45")
-_softplus_op = defop("softplus", _softplus, _softplus_vjp, save="x", elementwise=True)
+_LOGADDEXP = "built on np.logaddexp, which has no complex loop"
+_softplus_op = defop("softplus", _softplus, _softplus_vjp, save="x", elementwise=True, real_only=_LOGADDEXP)
 log_sigmoid = defop("log_sigmoid", lambda x, *, xp=np: -xp.logaddexp(0.0, -x),
-                    lambda xp, g, ans, x: g * call(xp, sigmoid, -x), save="x", elementwise=True,
+                    lambda xp, g, ans, x: g * call(xp, sigmoid, -x), save="x", elementwise=True, real_only=_LOGADDEXP,
                     doc="log(sigmoid(x)) = -softplus(-x), stable for large |x|.\n\n"
                         ">>> import tapegrad as tg\n>>> [round(v, 8) for v in tg.log_sigmoid(tg.Tensor([-1000.0, 0.0])).tolist()]\n[-1000.0, -0.69314718]")
 _leaky_relu_op = defop("leaky_relu", lambda x, negative_slope=0.01, *, xp=np: xp.where(x > 0, x, x * negative_slope),
@@ -180,8 +181,9 @@ selu = defop("selu", lambda x, *, xp=np: _SELU_SCALE * _elu(x, _SELU_ALPHA, xp=x
              doc="scale * elu(x, alpha) with the self-normalising constants (alpha 1.6733, scale 1.0507).\n\n"
                  ">>> import tapegrad as tg\n>>> tg.selu(tg.Tensor([0.0, 1.0]))\nTensor([0.        , 1.05070099])")
 silu = defop("silu", lambda x, *, xp=np: x * _sigmoid(x, xp=xp), _silu_vjp, save="x", elementwise=True,
+             real_only=_LOGADDEXP,
              doc="x * sigmoid(x) (swish).\n\n>>> import tapegrad as tg\n>>> tg.silu(tg.Tensor([0.0, 1000.0]))\nTensor([   0., 1000.])")
-_gelu_op = defop("gelu", _gelu, _gelu_vjp, save="x", elementwise=True)
+_gelu_op = defop("gelu", _gelu, _gelu_vjp, save="x", elementwise=True, real_only="an activation of real inputs")
 _hardtanh_op = defop("hardtanh", _hardtanh, _hardtanh_vjp, save="x", elementwise=True)
 # fmt: on
 

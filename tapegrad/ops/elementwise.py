@@ -126,7 +126,7 @@ cos = defop("cos", np.cos, lambda xp, g, ans, x: -g * xp.sin(x), save="x", metho
 tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="ans", method=True,
              doc="Hyperbolic tangent.\n\n>>> import tapegrad as tg\n>>> tg.tanh(tg.Tensor([0.0]))\nTensor([0.])")
 sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
-                elementwise=True, method=True,
+                elementwise=True, method=True, real_only="np.logaddexp has no complex loop",
                 doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
 relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.masked(ans > 0, g), save="ans",
              elementwise=True, method=True,

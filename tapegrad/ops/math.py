@@ -80,6 +80,29 @@ def _heaviside_x2(xp, g, ans, x1, x2):
     return xp.where(x1 == 0, g, 0)
 
 
+_BESSEL_SPLIT = 20.0  # below: the power series (40 positive terms); above: Hankel's expansion (20 terms)
+
+
+def _bessel(xp, x, order):
+    """The modified Bessel function I_order(x), order 0 or 1, to float64's precision (relative 2e-15)."""
+    z = xp.absolute(x)
+    small = z < _BESSEL_SPLIT
+    t = xp.where(small, x, 0.0) * 0.5  # each branch sees only arguments inside its range
+    term = t if order else xp.ones_like(t)
+    series = term
+    for k in range(1, 40):
+        term = term * (t * t) * (1.0 / (k * (k + order)))
+        series = series + term
+    big = xp.where(small, _BESSEL_SPLIT, z)
+    term = xp.ones_like(big)
+    expansion = term
+    for k in range(1, 20):
+        term = term * ((2 * k - 1) ** 2 - 4 * order * order) / (8.0 * k) / big
+        expansion = expansion + term
+    large = xp.exp(big) / xp.sqrt(2.0 * math.pi * big) * expansion
+    return xp.where(small, series, large if order == 0 else xp.sign(x) * large)
+
+
 # fmt: off
 # -- unary -----------------------------------------------------------------------------------------------
 tan = defop("tan", np.tan, lambda xp, g, ans, x: g * (1 + ans * ans), save="ans",
@@ -117,6 +140,9 @@ reciprocal = defop("reciprocal", np.reciprocal, lambda xp, g, ans, x: -g * ans *
 cbrt = defop("cbrt", forward(np.cbrt, lambda xp, x: xp.sign(x) * xp.absolute(x) ** (1 / 3)),
              lambda xp, g, ans, x: g / (3 * ans * ans), save="ans",
              doc=_ex("tg.cbrt(tg.Tensor([-8.0]))", "Tensor([-2.])", "Cube root, negative for negative x."))
+i0 = defop("i0", forward(np.i0, lambda xp, x: _bessel(xp, x, 0)), lambda xp, g, ans, x: g * _bessel(xp, x, 1), save="x",
+            elementwise=True, real_only="NumPy's i0 takes real input", doc=_ex("tg.i0(tg.Tensor([0.0, 1.0]))", "Tensor([1.        , 1.26606588])",
+                                      "The modified Bessel function of the first kind, order 0; its derivative is I1."))
 sinc = defop("sinc", _sinc, _sinc_vjp, save="x ans", elementwise=True,
              doc=_ex("tg.sinc(tg.Tensor([0.0, 0.5]))", "Tensor([1.        , 0.63661977])",
                      "sin(pi x) / (pi x), 1 at 0 (NumPy's normalised sinc)."))
