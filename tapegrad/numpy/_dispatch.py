@@ -45,7 +45,7 @@ def implementation(numpy_function):
     """The tapegrad function that runs for ``numpy_function`` on tensors, or None where tapegrad has no rule.
 
     >>> import numpy as np, tapegrad as tg, tapegrad.numpy as tnp
-    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(np.i0)
+    >>> tnp.implementation(np.exp) is tg.exp, tnp.implementation(np.ix_)
     (True, None)
     """
     return UFUNCS.get(numpy_function) if isinstance(numpy_function, np.ufunc) else FUNCTIONS.get(numpy_function)

@@ -25,7 +25,7 @@ from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
 from ..registry import NONDIFF, REGISTRY
-from . import (
+from . import (  # noqa: F401  (decompositions, fft, linalg, matrix_functions: registered here, public elsewhere)
     activations,
     arrange,
     compare,
@@ -33,14 +33,15 @@ from . import (
     conv,
     creation,
     cumulative,
-    decompositions,  # noqa: F401  (registers the linear-algebra and FFT ops, public in tapegrad.linalg and .fft)
+    decompositions,
     elementwise,
-    fft,  # noqa: F401
+    fft,
     indexing,
     joining,
+    linalg,
     linear,
     math,
-    matrix_functions,  # noqa: F401
+    matrix_functions,
     norm,
     pool,
     quantiles,
@@ -50,11 +51,13 @@ from . import (
     statistics,
 )
 
-# the families whose public functions are tapegrad's top-level functions
+# the families whose public functions are tapegrad's top-level functions; the others' are tapegrad.linalg's
+# and tapegrad.fft's
 FAMILIES = (
     activations, arrange, compare, complex_numbers, conv, creation, cumulative, elementwise, indexing, joining,
     linear, math, norm, pool, quantiles, reductions, selection, shape, statistics,
 )  # fmt: skip
+_OTHERS = (decompositions, fft, linalg, matrix_functions)
 
 
 def _public_functions(family) -> dict:
@@ -89,8 +92,9 @@ def _collect() -> list:
         for name, f in _public_functions(family).items():
             if names.setdefault(name, f) is not f:
                 raise ImportError(f"tapegrad.ops: {name} is two functions, {names[name]} and {f}")
-    for name, f in names.items():
-        _link(name, f)
+    for family in FAMILIES + _OTHERS:
+        for name, f in _public_functions(family).items():
+            _link(name, f)
     globals().update(names)
     return sorted(names)
 
