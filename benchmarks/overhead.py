@@ -18,11 +18,17 @@ Workloads (the README's speed benchmark's, smaller where it saves time):
 
     python -m benchmarks.overhead --ref main --rounds 201
 
+``--breakdown`` adds where the time of one op of the speed benchmark's chain (``tanh(x * w + b) - c``, every
+leaf requiring a gradient) goes, in both trees: NumPy's own forward, the op function without a tape, recording;
+the hand-written backward's NumPy, the rules' calls (run on the saved values without the replay), and the rest of
+the replay (its walk, the accumulation, the hand-over, the release).
+
 It prints its figures and writes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pathlib
 import re
@@ -154,6 +160,94 @@ def make_mlp(tg, dtype):
     return step
 
 
+def _chain_arrays():
+    return np.linspace(-1.0, 1.0, 4), np.full(4, 0.9), np.full(4, 0.1), np.full(4, 0.05)
+
+
+def _numpy_chain(clock, n_ops):
+    """The chain by hand, forward then backward: seconds per op of each."""
+    x, w, b, c = _chain_arrays()
+    saved = []
+    start = clock()
+    for _ in range(n_ops // 4):
+        t = np.tanh(x * w + b)
+        saved.append((x, t))
+        x = t - c
+    middle = clock()
+    g, gw, gb, gc = np.ones(4), np.zeros(4), np.zeros(4), np.zeros(4)
+    for x, t in reversed(saved):
+        gc -= g
+        g = g * (1 - t * t)
+        gb += g
+        gw += g * x
+        g = g * w
+    return (middle - start) / n_ops, (clock() - middle) / n_ops
+
+
+def _tensor_chain(tg, clock, n_ops, recorded):
+    """The chain on tensors: seconds per op of the forward (recorded or not) and of the backward."""
+    x, w, b, c = (tg.Tensor(a, requires_grad=True) for a in _chain_arrays())
+    start = clock()
+    with _record(tg) if recorded else contextlib.nullcontext():
+        for _ in range(n_ops // 4):
+            x = tg.tanh(x * w + b) - c
+        loss = x.sum()
+    middle = clock()
+    if recorded:
+        loss.backward()
+    return (middle - start) / n_ops, (clock() - middle) / n_ops
+
+
+def _rules_chain(tg, clock, n_ops):
+    """The rules of the chain's entries called on their saved values, last first, without the replay."""
+    from tapegrad.backend.numpy_rules import numpy_rules
+    from tapegrad.core.node import ANS, MASK, OP, SAVED, SRCS
+
+    x, w, b, c = (tg.Tensor(a, requires_grad=True) for a in _chain_arrays())
+    with tg.record(persistent=True) as tape:
+        for _ in range(n_ops // 4):
+            x = tg.tanh(x * w + b) - c
+    recs = [e.rec for _, e in tape.live_entries()]
+    g = np.ones(4)
+    start = clock()
+    for rec in reversed(recs):
+        vjps, vals, ans, mask = rec[OP].vjps, rec[SAVED], rec[ANS], rec[MASK]
+        for i in range(len(rec[SRCS])):
+            if (mask >> i) & 1:
+                vjps[i](numpy_rules, g, ans, *vals)
+    seconds = (clock() - start) / n_ops
+    tape.release()
+    return seconds
+
+
+def breakdown(engines, clock, rounds, n_ops=1000) -> list[str]:
+    """Per op of the chain, median over interleaved rounds: the lines of the ``--breakdown`` table."""
+    samples: dict = {}
+
+    def add(key, value):
+        samples.setdefault(key, []).append(value)
+
+    for r in range(rounds):
+        fwd, bwd = _numpy_chain(clock, n_ops)
+        add("numpy fwd", fwd)
+        add("numpy bwd", bwd)
+        add("rules", _rules_chain(engines["here"], clock, n_ops))
+        for k in sorted(engines, reverse=bool(r % 2)):
+            add((k, "plain"), _tensor_chain(engines[k], clock, n_ops, False)[0])
+            fwd, bwd = _tensor_chain(engines[k], clock, n_ops, True)
+            add((k, "fwd"), fwd)
+            add((k, "bwd"), bwd)
+    m = {k: statistics.median(v) * 1e6 for k, v in samples.items()}
+    lines = ["tree   NumPy fwd  op fn (no tape)  recording  | NumPy bwd  rules' calls  replay's rest  | µs/op, chain"]
+    for k in engines:
+        lines.append(
+            f"{k:<6} {m['numpy fwd']:9.2f}  {m[(k, 'plain')] - m['numpy fwd']:+15.2f}  "
+            f"{m[(k, 'fwd')] - m[(k, 'plain')]:+9.2f}  | {m['numpy bwd']:9.2f}  {m['rules'] - m['numpy bwd']:+12.2f}  "
+            f"{m[(k, 'bwd')] - m['rules']:+13.2f}  | total {m[(k, 'fwd')] + m[(k, 'bwd')]:.2f}"
+        )
+    return lines
+
+
 def resolve_ref(ref: str) -> str | None:
     """``ref`` if git knows it, else ``origin/<ref>`` (a fresh clone has no local ``main``), else None."""
     for candidate in (ref, f"origin/{ref}"):
@@ -170,6 +264,9 @@ def main(argv=None):
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="process CPU time or wall time")
     parser.add_argument("--only", nargs="*", choices=WORKLOADS, default=list(WORKLOADS), help="workloads to run")
     parser.add_argument("--mlp-every", type=int, default=4, help="run the MLP steps every k-th round (they are slow)")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also where one op of the chain spends its time, in both trees"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 2:
         parser.error("--rounds: at least 2, for quartiles")
@@ -235,6 +332,9 @@ def main(argv=None):
             f"{statistics.median(times[w]['here']) * scale:>11.3f}   {med:.3f} [{q1:.3f}-{q3:.3f}]"
             + (f"  (against {base})" if w == "value_and_grad" else "")
         )
+    if args.breakdown:
+        print("\nwhere one op of the chain goes (medians; the rules are this tree's, run without the replay):")
+        print("\n".join(breakdown(engines, clock, args.rounds)))
 
 
 if __name__ == "__main__":

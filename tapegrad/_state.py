@@ -1,9 +1,10 @@
 """What is recording, per context, and what memory was changed in place: the state every layer above reads.
 
-- **Per context.** The active tapes (innermost last), the tensors they watch and the most recently closed
-  tape are :mod:`contextvars` variables: each thread starts with none, and each asyncio task works on its own
-  copy, so two tasks interleaving on one thread never record onto each other's tapes (a task created inside a
-  ``record()`` block starts with that block's tapes, as its ops belong to the block).
+- **Per context.** The active tapes (innermost last), the tensors they watch, the most recently closed
+  tape and the tapes replayed inside their own still open block are :mod:`contextvars` variables: each thread
+  starts with none, and each asyncio task works on its own copy, so two tasks interleaving on one thread never
+  record onto each other's tapes (a task created inside a ``record()`` block starts with that block's tapes, as
+  its ops belong to the block).
 - **The version clock.** Every in-place change tapegrad makes to an array (``x.data -= ...``, ``x += y``,
   optimizer steps) calls :func:`mark_modified`, which ticks a global clock and notes the tick against the
   array's *memory root* (the array a view was taken from, followed to the end). An entry remembers the clock
@@ -34,6 +35,8 @@ __all__ = [
     "ACTIVE",
     "WATCHED",
     "PENDING",
+    "ENDED_INSIDE",
+    "ended_inside",
     "is_recording",
     "current",
     "live_tapes",
@@ -46,6 +49,7 @@ __all__ = [
     "TRACING",
     "TRACER",
     "tracer",
+    "is_traced",
     "concrete",
 ]
 
@@ -54,6 +58,10 @@ _NUMPY = os.path.dirname(np.__file__) + os.sep
 ACTIVE: ContextVar[tuple] = ContextVar("tapegrad_active", default=())  # the active tapes, innermost last
 WATCHED: ContextVar[frozenset] = ContextVar("tapegrad_watched", default=frozenset())  # ids watched by them
 PENDING: ContextVar = ContextVar("tapegrad_pending", default=None)  # kept so that loss.backward() works after a block
+
+# Tapes replayed inside their own record() block while the block is still open (so an error about a later op
+# in the block can say why it was not recorded).
+ENDED_INSIDE: ContextVar[tuple] = ContextVar("tapegrad_ended_inside", default=())
 
 live_tapes: weakref.WeakSet = weakref.WeakSet()  # every tape not yet collected (tapegrad.debug.live_tapes)
 
@@ -67,6 +75,15 @@ def is_recording() -> bool:
     True
     """
     return bool(ACTIVE.get())
+
+
+def ended_inside() -> bool:
+    """Whether a record() block still open in this context had its tape replayed inside it.
+
+    >>> ended_inside()
+    False
+    """
+    return bool(ENDED_INSIDE.get())
 
 
 def current():
@@ -100,6 +117,21 @@ def tracer():
     True
     """
     return TRACER.get() if TRACING.n else None
+
+
+def is_traced(x) -> bool:
+    """Whether ``x`` (a tensor or an array) is a value of a function that ``tg.compile`` is tracing in this
+    context: code that must not read its values (a layer's running statistics, a loss's targets) computes
+    with ops instead. The tracer is asked (``tracer.traces(array)``); untraced code pays one attribute read.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> is_traced(np.ones(2))
+    False
+    >>> tg.compile(lambda x: x * is_traced(x))(np.ones(2))
+    array([1., 1.])
+    """
+    t = tracer()
+    return t is not None and t.traces(getattr(x, "_data", x))
 
 
 def concrete(array, what: str) -> None:

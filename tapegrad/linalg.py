@@ -4,11 +4,12 @@ tensors, differentiable, on stacked matrices with NumPy's broadcasting of the ba
 ===================================  ======================================================================
 functions                            gradient
 ===================================  ======================================================================
-solve, inv, det, slogdet             ops with their own rules (solves, never an inverse a solve can replace)
+solve, inv                           ops with their own rules (solves, never an inverse a solve can replace)
+det, slogdet                         the cofactor matrix, from the SVD at singular matrices; slogdet raises there
 cholesky, solve_triangular           Murray's formula by triangular solves; the triangle that is read
 cho_solve                            two triangular solves (SciPy's signature)
-eigh, eigvalsh, eig, eigvals         ops; eigenvalues exact at degeneracy, eigenvectors raise where the loss
-svd, svdvals, qr                     depends on an arbitrary basis or phase (tapegrad.ops.decompositions)
+eigh, eigvalsh, eig, eigvals         ops; values exact at repeated ones, the vectors of a repeated value
+svd, svdvals, qr                     raise, as an arbitrary phase does (tapegrad.ops.decompositions)
 pinv, lstsq                          Golub and Pereyra's pseudo-inverse derivative (constant rank)
 vector_norm, matrix_norm, norm       the vector norm op (subgradient 0 at 0), svdvals, sums of |x|
 matrix_power, multi_dot, cross       products (matrix_power < 0 through inv)
@@ -52,17 +53,15 @@ from .ops.decompositions import (
     svd,
     svdvals,
 )
+from .ops.determinants import SlogdetResult, det, slogdet
 from .ops.elementwise import absolute, multiply, subtract
 from .ops.linalg import (
-    SlogdetResult,
     check_matrices,
     cholesky,
-    det,
     inv,
     matmul,
     pinv,
     shape_of,
-    slogdet,
     solve,
     solve_triangular,
     vector_norm,

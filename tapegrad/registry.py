@@ -29,7 +29,7 @@ import sys
 
 import numpy as np
 
-from .core.record import apply, apply_nondiff
+from .core.record import apply_nondiff, function_of
 
 __all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF"]
 
@@ -274,16 +274,7 @@ def defop(
             raise ValueError(f"defop: an op named {name!r} is already registered")
         REGISTRY[name] = op
 
-    if variadic:
-
-        def fn(tensors, **params):
-            return apply(op, tuple(tensors), params)
-    else:
-
-        def fn(*args, **params):
-            return apply(op, args, params)
-
-    return _public(fn, op, name, doc, module)
+    return _public(function_of(op), op, name, doc, module)
 
 
 def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False):

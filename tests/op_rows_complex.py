@@ -1,4 +1,4 @@
-"""Op-table rows for complex numbers: real, imag, conj and angle, and the complex form of the elementwise ops
+"""Op-table rows for complex numbers: real, imag, conj, angle and sign, and the complex form of the elementwise ops
 and matmul. The op table hands rows real arrays and expects a real result in their dtype, so each row builds
 ``z = x + iy`` from two real inputs (through ``astype``, whose rule gives a real input the real part of its
 cotangent) and returns the real and imaginary parts of a complex result stacked: the gradient with respect to
@@ -75,6 +75,7 @@ ROWS = (
     _unary("conj", tg.conj, np.conj),
     _unary("angle", tg.angle, np.angle, real_result=True, domain="nonzero"),
     _unary("absolute", tg.absolute, np.absolute, real_result=True, domain="nonzero"),
+    _unary("sign_complex", tg.sign, np.sign, domain="nonzero"),  # z / |z|: a gradient, unlike real sign's
     _unary("exp", tg.exp, np.exp),
     _unary("log", tg.log, np.log, domain="nonzero"),
     _unary("sqrt", tg.sqrt, np.sqrt, domain="positive"),

@@ -188,3 +188,64 @@ def test_a_function_the_library_lacks_raises_not_implemented_naming_the_op_and_l
     monkeypatch.delattr(fx, "logaddexp", raising=False)  # forget the cached lookup
     with pytest.raises(NotImplementedError, match="sigmoid: the array_api_strict backend has no logaddexp"):
         tg.sigmoid(x)
+
+
+def _rule_namespaces():
+    """Every namespace a replay hands to rules as ``xp``, with how to make and read its arrays and its float32
+    (those of optional libraries when they are installed)."""
+    import tapegrad.ops as ops
+    from tapegrad.backend.numpy_rules import numpy_rules
+
+    plain = (np.asarray, np.asarray, np.float32)
+    spaces = {
+        "numpy_rules": (numpy_rules, *plain),
+        "NumpySpellings": (backend_module.NumpySpellings(np, "numpy"), *plain),
+        "numpy_like_spellings": (backend_module.numpy_like_spellings(np, "numpy-like", np.add.at), *plain),
+        "tensor_rules": (ops.tensor_rules, tg.Tensor, lambda t: t.numpy(), np.float32),
+    }
+    try:
+        import array_api_strict as strict
+
+        spaces["NumpySpellings(array_api_strict)"] = (
+            backend_module.NumpySpellings(strict, "array_api_strict"),
+            strict.asarray,
+            backend_module.to_numpy,
+            strict.float32,
+        )
+    except ImportError:
+        pass
+    try:
+        import dask.array as da
+
+        spaces["DaskSpellings"] = (backend_module.DaskSpellings(da), da.from_array, np.asarray, np.float32)
+    except ImportError:
+        pass
+    return spaces
+
+
+def test_every_rule_namespace_implements_the_protocol():
+    import inspect
+
+    from tapegrad.backend.namespace import RULE_EXTRAS, RuleNamespace
+
+    protocol = {name for name in vars(RuleNamespace) if not name.startswith("_")} | {"name"}
+    assert protocol == {"name", *RULE_EXTRAS}
+    for label, (xp, *_) in _rule_namespaces().items():
+        assert isinstance(xp, RuleNamespace), f"{label} lacks one of {sorted(protocol)}"
+        assert isinstance(xp.name, str), label
+        for member in RULE_EXTRAS:
+            wanted = [p for p in inspect.signature(getattr(RuleNamespace, member)).parameters if p != "self"]
+            try:
+                inspect.signature(getattr(xp, member)).bind(*wanted)
+            except TypeError as err:
+                raise AssertionError(f"{label}.{member} does not take ({', '.join(wanted)}): {err}") from None
+
+
+def test_every_rule_namespace_computes_the_protocol_s_functions_alike():
+    cond, g = np.array([True, False, True]), np.array([1.0, np.inf, -2.0])
+    for label, (xp, wrap, read, float32) in _rule_namespaces().items():
+        np.testing.assert_array_equal(read(xp.masked(wrap(cond), wrap(g))), [1.0, 0.0, -2.0], err_msg=label)
+        got = read(xp.scatter(wrap(g[[0, 2]]), np.array([1, 1]), (3,)))
+        np.testing.assert_array_equal(got, [0.0, -1.0, 0.0], err_msg=label)
+        np.testing.assert_array_equal(read(xp.getitem(wrap(g), slice(0, 1))), [1.0], err_msg=label)
+        assert read(xp.astype(wrap(g), float32)).dtype == np.float32, label

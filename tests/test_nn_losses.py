@@ -143,6 +143,64 @@ def test_cross_entropy_with_everything_ignored_is_nan_as_in_torch():
     assert F.cross_entropy(tg.Tensor(np.zeros((2, 3))), np.array([-100, -100]), reduction="sum").item() == 0.0
 
 
+PADDING_ONLY = [
+    ("cross_entropy", {}),
+    ("cross_entropy", {"label_smoothing": 0.1}),
+    ("cross_entropy", {"weight": np.array([0.5, 1.0, 2.0])}),
+    ("cross_entropy", {"weight": np.array([0.5, 1.0, 2.0]), "label_smoothing": 0.2}),
+    ("cross_entropy", {"reduction": "sum"}),
+    ("nll_loss", {}),
+    ("nll_loss", {"weight": np.array([0.5, 1.0, 2.0])}),
+]
+
+
+@pytest.mark.parametrize("tensor_target", [False, True], ids=["array-target", "tensor-target"])
+@pytest.mark.parametrize("name,kwargs", PADDING_ONLY, ids=[f"{n}-{k}" for n, k in PADDING_ONLY])
+def test_a_batch_of_padding_only_has_gradient_zero_not_nan(name, kwargs, tensor_target):
+    # every target is ignore_index: the mean is 0/0, NaN as in PyTorch, but a constant (it reads no logit), so
+    # the gradient is 0; a NaN there would turn every parameter into NaN after one such batch
+    logits = np.random.default_rng(0).standard_normal((4, 3))
+    target = np.full(4, -100)
+    target = tg.Tensor(target) if tensor_target else target
+    with np.errstate(all="raise"):  # no 0/0 on the way, forward or backward
+        value, g = tg.value_and_grad(lambda z: getattr(F, name)(z, target, **kwargs))(logits)
+    assert np.isnan(value) == (kwargs.get("reduction", "mean") == "mean")
+    np.testing.assert_array_equal(g, 0)
+    loss = nn.CrossEntropyLoss(**kwargs) if name == "cross_entropy" else nn.NLLLoss(**kwargs)
+    z = tg.Tensor(logits, requires_grad=True)
+    with tg.record():
+        out = loss(z, target)
+    out.backward()  # a training step on such a batch: parameters stay finite
+    np.testing.assert_array_equal(z.grad, 0)
+
+
+@pytest.mark.parametrize("name,kwargs", PADDING_ONLY, ids=[f"{n}-{k}" for n, k in PADDING_ONLY])
+def test_a_batch_of_padding_only_agrees_with_torch(name, kwargs):
+    torch = pytest.importorskip("torch")
+    logits = np.random.default_rng(0).standard_normal((4, 3))
+    target = np.full(4, -100)
+    value, g = tg.value_and_grad(lambda z: getattr(F, name)(z, target, **kwargs))(logits)
+    t = torch.tensor(logits, requires_grad=True)
+    tkw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    tf = getattr(torch.nn.functional, name)
+    out = tf(t if name == "cross_entropy" else torch.log_softmax(t, 1), torch.tensor(target), **tkw)
+    out.backward()
+    np.testing.assert_array_equal(np.isnan(value), np.isnan(out.item()))
+    if not np.isnan(value):
+        assert value == out.item()
+    np.testing.assert_array_equal(g, t.grad.numpy())
+
+
+def test_a_compiled_step_on_a_batch_of_padding_only_has_gradient_zero():
+    logits = np.random.default_rng(0).standard_normal((4, 3))
+    step = tg.compile(tg.value_and_grad(lambda z, t: F.cross_entropy(z, t)))
+    value, g = step(logits, np.array([0, 2, -100, 1]))  # traced on an ordinary batch
+    assert np.isfinite(value) and np.any(g != 0)
+    value, g = step(logits, np.full(4, -100))  # the same program on padding only
+    assert np.isnan(value)
+    np.testing.assert_array_equal(g, 0)
+
+
 def _shape_messages():
     z2, z3 = tg.Tensor(np.zeros((4, 3))), tg.Tensor(np.zeros((4, 3, 2)))
     calls = [

@@ -508,7 +508,8 @@ def test_a_removed_or_dead_hook_leaves_the_replay_on_its_plain_path(monkeypatch)
     def refuse(*args):
         raise AssertionError("a replay without hooks took the optional steps")
 
-    monkeypatch.setattr(replay, "_optional_steps", refuse)
+    monkeypatch.setattr(replay._Steps, "hooked", refuse)
+    monkeypatch.setattr(replay._Steps, "observed", refuse)
     x.grad = None
     with tape.record():
         y = scale(square(x)).sum()
@@ -629,3 +630,75 @@ def test_gradient_with_respect_to_a_value_an_outer_tape_recorded():
         s = gh.sum()
     np.testing.assert_allclose(gh.numpy(), 2 * 3 * x.data)
     np.testing.assert_allclose(outer.gradient(s, x), [6.0, 6.0])  # d(sum 2h)/dx = 2 * 3
+
+
+# -- the short paths of one- and two-input ops ---------------------------------------------------------------
+mix = defop(
+    "mix_toy",
+    lambda x, y: x * y + x,
+    lambda xp, g, ans, x, y: g * (y + 1),
+    lambda xp, g, ans, x, y: g * x,
+    save="x y ans",
+    broadcast=True,
+    register=False,
+)
+
+
+@pytest.mark.parametrize("kind_x", ["recorded", "leaf", "constant", "array", "number", "watched"])
+@pytest.mark.parametrize("kind_y", ["recorded", "leaf", "constant", "broadcast", "number"])
+def test_the_short_path_records_what_apply_records(kind_x, kind_y):
+    from tapegrad.core.record import apply
+
+    base = leaf([1.0, 2.0])
+
+    def make(kind):
+        if kind == "recorded":
+            return lambda: scale(base)
+        return {
+            "leaf": lambda: base,
+            "constant": lambda: tg.Tensor([3.0, 4.0]),
+            "array": lambda: np.array([3.0, 4.0]),
+            "number": lambda: 2.5,
+            "watched": lambda: watched,
+            "broadcast": lambda: leaf([[1.0], [2.0], [3.0]]),
+        }[kind]
+
+    watched = tg.Tensor([5.0, 6.0])
+    got = []
+    for call in (lambda x, y: mix(x, y), lambda x, y: apply(mix.op, (x, y), {})):
+        with tape.record() as t:
+            t.watch(watched)
+            x, y = make(kind_x)(), make(kind_y)()
+            out = call(x, y)
+        last = t.entries[-1] if t.entries and t.entries[-1].op == "mix_toy" else None
+        got.append(
+            (
+                out.requires_grad,
+                None
+                if last is None
+                else (
+                    [type(s).__name__ for s in last.inputs],
+                    last.needs_grad,
+                    last.shapes,
+                    [type(v).__name__ for v in last.saved],
+                    last.output is out.data,
+                    dict(last.params),
+                ),
+            )
+        )
+        t.release()
+    assert got[0] == got[1]
+    expected_needs = kind_x in ("recorded", "leaf", "watched") or kind_y in ("recorded", "leaf", "broadcast")
+    assert got[0][0] == expected_needs
+
+
+def test_the_short_path_takes_the_general_one_for_parameters_and_other_arguments():
+    x = leaf([1.0, 2.0])
+    with tape.record():
+        y = tg.sum(x * 2.0, axis=0)  # a parameter: apply's path
+        z = tg.multiply(x, [1.0, 3.0])  # a list: apply's path
+        loss = y + z.sum()
+    loss.backward()
+    np.testing.assert_allclose(x.grad, [3.0, 5.0])
+    with pytest.raises(ValueError, match="multiply of inputs with shapes"):
+        x * np.ones(3)  # the forward's error names the op on the short path too

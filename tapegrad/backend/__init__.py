@@ -5,7 +5,8 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
   :func:`register` (the contract of backends is in its docstring).
 - :mod:`tapegrad.backend.spellings`: NumPy's names over array API libraries (:class:`NumpySpellings`) and over
   libraries with NumPy's API (:func:`numpy_like_spellings`, CuPy).
-- :mod:`tapegrad.backend.numpy_rules`: what rules compute with on a plain NumPy replay.
+- :mod:`tapegrad.backend.numpy_rules`: what rules compute with on a plain NumPy replay;
+  :mod:`tapegrad.backend.namespace`: :class:`RuleNamespace`, what every such namespace provides beyond NumPy's names.
 - :mod:`tapegrad.backend.facts`: :func:`is_array`, :func:`nbytes`, :func:`itemsize`, :func:`is_floating`, :func:`is_complex`,
   :func:`all_finite`, :func:`is_lazy`, :func:`memory_root`, :func:`to_numpy`.
 - :mod:`tapegrad.backend.dask_array`: NumPy's names over ``dask.array`` (lazy graphs, NumPy arrays mixing in).
@@ -17,14 +18,16 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
 """
 
 from ._index import is_basic_index
-from .core import NUMPY, Backend, backend_for, backend_of, common_backend, register
+from .core import NUMPY, PLAIN, Backend, backend_for, backend_of, common_backend, register
 from .dask_array import DaskSpellings, dask_spellings
 from .facts import all_finite, is_array, is_complex, is_floating, is_lazy, itemsize, memory_root, nbytes, to_numpy
+from .namespace import RuleNamespace
 from .spellings import MissingFunction, NumpySpellings, cupy_spellings, numpy_like_spellings
 
 __all__ = [
     "Backend",
     "NUMPY",
+    "PLAIN",
     "backend_of",
     "backend_for",
     "common_backend",
@@ -45,4 +48,5 @@ __all__ = [
     "MissingFunction",
     "DaskSpellings",
     "dask_spellings",
+    "RuleNamespace",
 ]

@@ -47,7 +47,11 @@ import numpy as np
 from .dask_array import dask_spellings
 from .spellings import NumpySpellings, cupy_spellings
 
-__all__ = ["Backend", "backend_of", "backend_for", "common_backend", "register", "NUMPY"]
+__all__ = ["Backend", "backend_of", "backend_for", "common_backend", "register", "NUMPY", "PLAIN"]
+
+# The classes of inputs NumPy's forward takes as they are: when every input is one of these, the op calls its
+# NumPy forward directly, with no backend looked up (core.record, and the tracer naming what an op ran).
+PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))
 
 
 class Backend:

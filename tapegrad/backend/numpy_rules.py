@@ -20,18 +20,20 @@ __all__ = ["numpy_rules", "scatter", "masked"]
 _SMALL = 4096  # below this many elements a select is as cheap as a product (measured)
 
 
-def masked(cond, g):
+def masked(cond, g, out=None):
     """``where(cond, g, 0)``: the gradient where ``cond`` holds, exactly 0 elsewhere (also where ``g`` is
-    infinite or NaN, which ``g * cond`` would turn into NaN).
+    infinite or NaN, which ``g * cond`` would turn into NaN); written into ``out`` (which may be ``g`` itself)
+    when given, as compiled programs do with their buffers.
 
     NumPy's ``where`` is several times slower than a product on large arrays with random masks (a branch per
-    element), so large arrays take the product and fall back to ``where`` only when the product is not finite.
+    element), so large arrays take the product, and only where it is not finite (one sum tells) set the rest
+    to 0: the product already holds g where ``cond`` holds (inf * 1, NaN * 1), so that is the select.
     """
     if g.size < _SMALL:
         return np.where(cond, g, 0)
-    out = g * cond
-    if not np.isfinite(out).all():  # 0 * inf or NaN somewhere: only a select gives the exact answer
-        return np.where(cond, g, 0)
+    out = np.multiply(g, cond, out=out)
+    if not np.isfinite(np.add.reduce(out, axis=None)):  # an inf or NaN somewhere (or a sum overflowing)
+        np.copyto(out, 0, where=np.logical_not(cond))
     return out
 
 

@@ -20,9 +20,9 @@ submodules stay importable under their names (``tapegrad.compile.plan``). Read i
 import sys
 import types
 
+from .._state import is_traced
 from .api import CacheInfo, Compiled, compile
 from .codegen import Program
-from .trace import is_traced
 
 __all__ = ["compile", "Compiled", "CacheInfo", "Program", "is_traced"]
 

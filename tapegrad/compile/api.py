@@ -42,6 +42,7 @@ import numpy as np
 
 from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
+from .._tree import LEAF, tree_flatten, tree_unflatten
 from ..backend import memory_root, to_numpy
 from ..core import keep_pending
 from ..errors import TracingError
@@ -59,7 +60,6 @@ from .passes import (
 )
 from .plan import frees, plan
 from .trace import trace
-from .tree import DYNAMIC, flatten, unflatten
 
 __all__ = ["compile", "Compiled", "CacheInfo"]
 
@@ -129,7 +129,7 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         if TRACING.n and TRACER.get() is not None:  # inside another trace: its ops are that program's
             return self.fn(*args, **kwargs)
-        leaves, spec = flatten((args, kwargs))
+        leaves, spec = tree_flatten((args, kwargs), static=True)
         if ACTIVE.get() and any(_differentiated(x) for x in leaves):  # a tape differentiates the arguments
             return self.fn(*args, **kwargs)
         arrays = [
@@ -147,14 +147,14 @@ class Compiled:
         self._last = entry
         if not entry.checked:
             return self._checked_call(entry, spec, arrays)
-        return unflatten(entry.out_spec, entry.program(arrays))
+        return tree_unflatten(entry.out_spec, entry.program(arrays))
 
     def _donatable(self, args, arrays):
         """Per array leaf, whether the call may overwrite it: in a donated argument, a C-contiguous writeable
         NumPy array sharing memory with no other argument."""
         counts = []
         for i, a in enumerate(args):
-            counts.append((i, len(flatten(a)[0])))
+            counts.append((i, len(tree_flatten(a, static=True)[0])))
         flags, k = [], 0
         roots: dict = {}
         for a in arrays:
@@ -213,18 +213,18 @@ class Compiled:
                 mark_modified(target)
                 r = target
             results.append(r)
-        return unflatten(out_spec, results)
+        return tree_unflatten(out_spec, results)
 
     def _checked_call(self, entry, spec, arrays):
         """The first run of a program: the function also runs eagerly, and both must agree."""
         entry.checked = True
         states = [g.bit_generator.state for g in entry.generators]
-        call_args, call_kwargs = unflatten(spec, [Tensor._wrap(a) for a in arrays])
+        call_args, call_kwargs = tree_unflatten(spec, [Tensor._wrap(a) for a in arrays])
         with keep_pending():  # as the trace ran it: under a tape, so the transforms' replays are recorded
             tape = record()
             try:
                 with tape:
-                    expected, _ = flatten(self.fn(*call_args, **call_kwargs))
+                    expected, _ = tree_flatten(self.fn(*call_args, **call_kwargs), static=True)
             finally:
                 tape.release()
         for g, s in zip(entry.generators, states):
@@ -240,7 +240,7 @@ class Compiled:
                     "through x._data), or a global or closure array rebound between calls. Compute it with "
                     "tapegrad ops, or pass it as an argument (tg.compile(fn, check=False) skips this check)"
                 )
-        return unflatten(entry.out_spec, got)
+        return tree_unflatten(entry.out_spec, got)
 
     # -- what it compiled ------------------------------------------------------------------------------
     def cache_info(self) -> CacheInfo:
@@ -315,7 +315,7 @@ def _leaf_names(fn, spec) -> list:
     args_spec, kwargs_spec = spec[2]
 
     def walk(node, path):
-        if node is DYNAMIC:
+        if node is LEAF:
             out.append(path)
         elif isinstance(node, tuple) and len(node) == 3 and isinstance(node[0], type):
             kind, keys, children = node

@@ -29,29 +29,12 @@ import tapegrad.ops as ops
 
 from .._scope import functional_input
 from ..backend import backend_for
-from ..backend.numpy_rules import masked as _numpy_masked
+from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
 from ..registry import Op
 
 __all__ = ["Kernel", "lower", "LOWERINGS", "masked", "gemm_update", "has_blas", "scatter_add"]
 
 _KEYWORD_OUT = frozenset((np.maximum, np.minimum, np.fmax, np.fmin))  # positional out is deprecated for these
-_SMALL = 4096  # as numpy_rules.masked: below this a select is as cheap as a product
-
-
-def masked(cond, g, out=None):
-    """``numpy_rules.masked`` (a select: g where cond, exactly 0 elsewhere), written into ``out`` (which may be
-    ``g`` itself) when given.
-
-    The product ``g * cond`` is the eager rule's answer wherever g is finite. Where it is not, the eager rule
-    takes ``where(cond, g, 0)``; the product already holds g where cond is true (inf * 1, NaN * 1), so setting
-    the rest to 0 gives that select without reading g again.
-    """
-    if out is None or g.size < _SMALL:
-        return _numpy_masked(cond, g)
-    np.multiply(g, cond, out=out)
-    if not np.isfinite(np.add.reduce(out, axis=None)):  # an inf or NaN somewhere (or a sum overflowing)
-        np.copyto(out, 0, where=np.logical_not(cond))
-    return out
 
 
 _BLAS: dict = {}

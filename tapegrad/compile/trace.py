@@ -22,22 +22,19 @@ import threading
 
 import numpy as np
 
-from .._state import TRACER, TRACING, tracer
+from .._state import TRACER, TRACING
 from .._tensor import Tensor
-from ..backend import NUMPY, common_backend, memory_root, nbytes
+from .._tree import tree_flatten, tree_unflatten
+from ..backend import NUMPY, PLAIN, common_backend, memory_root, nbytes
 from ..core import keep_pending
-from ..core.replay import replay as _replay
 from ..errors import TracingError, user_frame
 from ..random import RANDOM_OPS
 from ..tape import record
 from .graph import Const, Graph, Node, Value, walk
-from .tree import flatten, unflatten
 
-__all__ = ["Tracer", "trace", "where", "is_traced"]
+__all__ = ["Tracer", "trace", "where"]
 
 _LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
-_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # as core.record's
-_REPLAY_CODE = _replay.__code__
 _lock = threading.Lock()
 
 
@@ -52,8 +49,8 @@ def where(line) -> str:
 
 
 class Tracer:
-    """Records the ops of one call; see the module docstring. ``op``, ``replaying``, ``concrete`` and
-    ``modified`` are what the core calls (:mod:`tapegrad._state`)."""
+    """Records the ops of one call; see the module docstring. ``op``, ``replaying``, ``concrete``,
+    ``modified`` (and ``replayed``) are what the core calls (:mod:`tapegrad._state`)."""
 
     def __init__(self):
         self.values: dict = {}  # id(array) -> Value
@@ -63,7 +60,9 @@ class Tracer:
         self.keep: list = []  # every array and object named above, alive while tracing (ids stay unique)
         self.roots: set = set()  # id(memory root) of every traced array: in-place changes are refused
         self.forward_of: dict = {}  # id(tape node) -> (tape node, graph node): which op a rule differentiates
-        self.current = None  # the graph node whose rules a recorded replay is running
+        # The graph nodes whose rules a recorded replay is running, innermost last (a rule may replay a tape of
+        # its own: recomputation); the replay says so (replaying, replayed), so no stack needs walking.
+        self.rules: list = []
 
     # -- the graph ----------------------------------------------------------------------------------
     def _new_value(self, array, node=None, input_index=None) -> Value:
@@ -123,7 +122,7 @@ class Tracer:
         random = op in RANDOM_OPS
         if not (random or any(isinstance(a, Value) for a in args) or any(True for _ in walk(prm))):
             return  # computed from constants only: a constant of the program, folded here
-        line, in_rule = _user_line()
+        line = _user_line()
         for v in walk(prm):
             if _is_bool(v.dtype):
                 raise TracingError(
@@ -131,7 +130,9 @@ class Tracer:
                     "on the values, which a compiled program cannot allow; select with tg.where(mask, x, 0) "
                     "(same shape), or index with integer arrays"
                 )
-        node = Node(op, op.name, _forward(op, datas), args, prm, None, line, self.current if in_rule else None, random)
+        node = Node(
+            op, op.name, _forward(op, datas), args, prm, None, line, self.rules[-1] if self.rules else None, random
+        )
         node.order = len(self.nodes)
         node.out = self._new_value(array, node)
         self.nodes.append(node)
@@ -139,14 +140,19 @@ class Tracer:
             self.forward_of[id(out._node)] = (out._node, node)
 
     def replaying(self, tape_node, rec) -> None:
+        """A recorded replay is about to run the rules of the entry whose output is ``tape_node``."""
         found = self.forward_of.get(id(tape_node))
-        self.current = found[1] if found is not None else None
+        self.rules.append(found[1] if found is not None else None)
+
+    def replayed(self) -> None:
+        """The rules :meth:`replaying` announced have run."""
+        self.rules.pop()
 
     def concrete(self, array, what) -> None:
         v = self.values.get(id(array))
         if v is None:
             return
-        line, _ = _user_line()
+        line = _user_line()
         raise TracingError(
             f"{what} of a traced value ({v.describe()}) at {where(line)}: a compiled function runs as a fixed "
             "program, so Python cannot branch on or compute with values that change from call to call. Keep it "
@@ -154,9 +160,13 @@ class Tracer:
             "(a static argument: a new value traces again), or call the function without tg.compile"
         )
 
+    def traces(self, array) -> bool:
+        """Whether ``array`` is a value of the function being traced (``tapegrad._state.is_traced``)."""
+        return id(array) in self.values
+
     def modified(self, array) -> None:
         if id(memory_root(array)) in self.roots:
-            line, _ = _user_line()
+            line = _user_line()
             raise TracingError(
                 f"an in-place change of a traced value at {where(line)}: a compiled function may not change its "
                 "arguments or the values it computes in place; compute a new value (x = x + 1) and return it"
@@ -170,45 +180,22 @@ class Tracer:
         return v if v is not None else self.const(array)
 
 
-def is_traced(x) -> bool:
-    """Whether ``x`` (a tensor or an array) is a value of a function that ``tg.compile`` is tracing in this
-    context: code that must not read its values (a layer's running statistics, a loss's targets) computes
-    with ops instead.
-
-    >>> import numpy as np, tapegrad as tg
-    >>> is_traced(np.ones(2))
-    False
-    >>> tg.compile(lambda x: x * is_traced(x))(np.ones(2))
-    array([1., 1.])
-    """
-    t = tracer()
-    if t is None:
-        return False
-    return id(x._data if isinstance(x, Tensor) else x) in t.values
-
-
 def _is_bool(dtype) -> bool:
     return getattr(dtype, "kind", None) == "b" or str(dtype) == "bool"
 
 
 def _forward(op, datas):
     """The function the op ran: its NumPy forward on NumPy inputs, else its backend's."""
-    if all(d.__class__ in _PLAIN for d in datas):
+    if all(d.__class__ in PLAIN for d in datas):
         return op.forward
     backend = common_backend(op.name, datas)
     return op.forward if backend is NUMPY else backend.forward(op)
 
 
 def _user_line():
-    """((file, line) of the user's code that called the current op, whether a replay runs it (a rule))."""
-    f = sys._getframe(2)
-    in_rule = False
-    user = user_frame(f)
-    while f is not None and f is not user:
-        if f.f_code is _REPLAY_CODE:
-            in_rule = True
-        f = f.f_back
-    return ((user.f_code.co_filename, user.f_lineno) if user is not None else None), in_rule
+    """(file, line) of the user's code that called the current op."""
+    user = user_frame(sys._getframe(2))
+    return (user.f_code.co_filename, user.f_lineno) if user is not None else None
 
 
 def trace(fn, arrays, spec):
@@ -223,9 +210,9 @@ def trace(fn, arrays, spec):
     try:
         with tape:
             leaves = [tracer.input(_array_of(a)) for a in arrays]
-            call_args, call_kwargs = unflatten(spec, leaves)
+            call_args, call_kwargs = tree_unflatten(spec, leaves)
             result = fn(*call_args, **call_kwargs)
-        out_leaves, out_spec = flatten(result)
+        out_leaves, out_spec = tree_flatten(result, static=True)
         outputs = [tracer.output(leaf) for leaf in out_leaves]
         first = [_array_of(leaf) for leaf in out_leaves]
     finally:

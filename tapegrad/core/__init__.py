@@ -1,7 +1,8 @@
 """The engine's core: nodes and records, recording (``apply``), replay, hooks and the base tape.
 
 Read it in this order: :mod:`.node` (the vocabulary), :mod:`.record` (what one op does), :mod:`.replay`
-(the backward pass), :mod:`.tape` (the life cycle, the contract and the extension interface), :mod:`.hooks`.
+(the backward pass), :mod:`.grads` (its two ends: seeds, and the hand-over to the leaves), :mod:`.tape` (the
+life cycle, the contract, the extension interface, and the only writer of a tape's state), :mod:`.hooks`.
 """
 
 from .hooks import HookHandle, register_hook

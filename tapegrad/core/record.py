@@ -11,36 +11,57 @@ the constants' and the comparisons' ops as much as the recorded ones. Untraced c
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .._shapes import Shape
 from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
-from ..backend import NUMPY, common_backend
+from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
-__all__ = ["apply", "apply_nondiff", "saved_values"]
+__all__ = ["apply", "function_of", "apply_nondiff", "saved_values"]
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
 _get_active = ACTIVE.get
 _get_watched = WATCHED.get
-_PLAIN = frozenset((float, int, bool, np.ndarray, np.float64, np.float32, np.int64))  # raw inputs NumPy runs as is
 _NOTHING = frozenset()
+_NO_PARAMS = MappingProxyType({})  # the parameters of an op called without any (shared, so read-only)
+_MISSING = object()  # an argument not given
 
 
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
-    # One pass over the inputs: the arrays for the forward; keys and the grad mask for the tape.
+    active = _get_active()
+    top = active[-1]._ref if active else None
+    datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
+    out = _forward_numpy(op, args, datas, params) if plain else _forward_any(op, args, datas, params)
+    t = _new_tensor(Tensor)
+    t._data = out
+    t.grad = None
+    if active and mask:
+        if foreign is not None:
+            _foreign_inputs(op, srcs, top, active)
+        _record(op, datas, srcs, mask, params, t, active, top)
+    else:
+        t.requires_grad = False
+        t._node = None
+    if TRACING.n:
+        _trace(op, datas, params, t)
+    return t
+
+
+def _inputs(args, top, watched):
+    """One pass over the inputs: the arrays for the forward; the keys and the grad mask for the tape; whether
+    every array is NumPy's (the NumPy forward is then called directly); an input recorded under another tape."""
     datas = []
     srcs = []
     mask = bit = 0
-    active = _get_active()
-    top = active[-1]._ref if active else None
-    watched = _get_watched() if active else _NOTHING
     foreign = None
-    plain = True  # every array is NumPy: call the NumPy forward directly (tapegrad.backend for the others)
+    plain = True
     for a in args:
         if isinstance(a, Tensor):
             d = a._data
@@ -58,37 +79,32 @@ def apply(op, args, params):
                 if a.requires_grad or (watched and id(a) in watched):
                     mask |= 1 << bit
         else:
-            if a.__class__ not in _PLAIN:
+            if a.__class__ not in PLAIN:
                 plain = False
             datas.append(a)
             srcs.append(None)
         bit += 1
-    if plain:
-        try:
-            out = op.forward(*datas, **params) if params else op.forward(*datas)
-        except (ValueError, TypeError) as err:
-            raise _forward_error(op, args, err) from None
-        if out.__class__ is not _ndarray:
-            out = np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
-    else:
-        out = _forward_any(op, args, datas, params)
-    t = _new_tensor(Tensor)
-    t._data = out
-    t.grad = None
-    if not (active and mask):
-        t.requires_grad = False
-        t._node = None
-        if TRACING.n:
-            _trace(op, datas, params, t)
-        return t
-    if foreign is not None:
-        _foreign_inputs(op, srcs, top, active)
+    return datas, srcs, mask, plain, foreign
+
+
+def _forward_numpy(op, args, datas, params):
+    """The forward of ``op`` on NumPy arrays and Python numbers: its NumPy function, called as it is."""
+    try:
+        out = op.forward(*datas, **params) if params else op.forward(*datas)
+    except (ValueError, TypeError) as err:
+        raise _forward_error(op, args, err) from None
+    return out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
+
+
+def _record(op, datas, srcs, mask, params, t, active, top):
+    """The entry of ``t = op(...)`` on every active tape: one record, one node, one entry per tape."""
+    out = t._data
     shapes = None
     if op.broadcast:
         oshape = out.shape
         bit = 1
         for d in datas:
-            if mask & bit and d.shape != oshape:
+            if mask & bit and d.shape != oshape:  # an input that needs a gradient was broadcast
                 shapes = tuple([getattr(d, "shape", None) for d in datas])
                 break
             bit <<= 1
@@ -110,15 +126,131 @@ def apply(op, args, params):
     for tape in active:
         e = Entry(node, entry_died)
         e.rec = rec
-        entries = tape._entries
-        entries.append(e)
-        if len(entries) >= tape._compact_at:
-            tape._compact()
-        if tape._monitors:
-            _run_monitors(tape, e, t, active)
-    if TRACING.n:
-        _trace(op, datas, params, t)
-    return t
+        tape.append(e, t, active)
+
+
+def function_of(op):
+    """The public function of the differentiable ``op``: ``fn(*args, **params)`` runs :func:`apply`, and an op of
+    one or two inputs called with them alone takes a shorter path to the same entry (:func:`_unary`,
+    :func:`_binary`).
+
+    >>> import tapegrad as tg
+    >>> tg.exp.op.arity, float(tg.exp(tg.Tensor(0.0)))
+    (1, 1.0)
+    """
+    if op.variadic:
+
+        def fn(tensors, **params):
+            return apply(op, tuple(tensors), params)
+
+        return fn
+    if op.arity == 1:
+        return _unary(op)
+    if op.arity == 2:
+        return _binary(op)
+
+    def fn(*args, **params):
+        return apply(op, args, params)
+
+    return fn
+
+
+def _unary(op):
+    """``fn(x)`` for a one-input op: on a NumPy input (a tensor, an array or a number), while nothing is traced,
+    the entry :func:`apply` would record, built in one frame without its lists."""
+
+    def fn(x, /, *more, **params):
+        if more or params or TRACING.n:
+            return apply(op, (x, *more), params)
+        dx = x._data if x.__class__ is Tensor else x
+        if dx.__class__ not in PLAIN:
+            return apply(op, (x,), _NO_PARAMS)
+        try:
+            out = op.forward(dx)
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, (x,), err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs give NumPy scalars for 0-d inputs
+        t = _new_tensor(Tensor)
+        t._data = out
+        t.grad = None
+        t.requires_grad = False
+        t._node = None
+        active = _get_active()
+        src = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
+        if not (active and src is not None and (src is not x or x.requires_grad or id(x) in _get_watched())):
+            return t
+        top = active[-1]._ref
+        if src is not x and src.tape is not top:  # recorded under another tape
+            _foreign_inputs(op, (src,), top, active)
+        save = op.save
+        vals = (dx,) if save is True else (op.nosave if save is None else saved_values(op, (dx,)))
+        rec = (op, (src,), vals, out if op.save_ans else None, None, _NO_PARAMS, CLOCK.tick, 1)
+        node = Node()
+        node.tape = top
+        t.requires_grad = True
+        t._node = node
+        for tape in active:
+            e = Entry(node, entry_died)
+            e.rec = rec
+            tape.append(e, t, active)
+        return t
+
+    return fn
+
+
+def _binary(op):
+    """``fn(x, y)`` for a two-input op: on NumPy inputs (tensors, arrays or numbers), while nothing is traced,
+    the entry :func:`apply` would record, built in one frame without its lists."""
+
+    def fn(x, y=_MISSING, /, *more, **params):
+        if y is _MISSING or more or params or TRACING.n:
+            return apply(op, (x,) if y is _MISSING else (x, y, *more), params)
+        dx = x._data if x.__class__ is Tensor else x
+        dy = y._data if y.__class__ is Tensor else y
+        if dx.__class__ not in PLAIN or dy.__class__ not in PLAIN:
+            return apply(op, (x, y), _NO_PARAMS)
+        try:
+            out = op.forward(dx, dy)
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, (x, y), err) from None
+        if out.__class__ is not _ndarray:
+            out = np.asarray(out)  # ufuncs give NumPy scalars for 0-d inputs
+        t = _new_tensor(Tensor)
+        t._data = out
+        t.grad = None
+        t.requires_grad = False
+        t._node = None
+        active = _get_active()
+        # The keys: a node (a recorded value), the leaf itself, or None (a constant); and who needs a gradient.
+        sx = (x._node or x) if x.__class__ is Tensor else None
+        sy = (y._node or y) if y.__class__ is Tensor else None
+        bx = sx is not None and (sx is not x or x.requires_grad or id(x) in _get_watched())
+        by = sy is not None and (sy is not y or y.requires_grad or id(y) in _get_watched())
+        if not (active and (bx or by)):
+            return t
+        top = active[-1]._ref
+        if (bx and sx is not x and sx.tape is not top) or (by and sy is not y and sy.tape is not top):
+            _foreign_inputs(op, (sx, sy), top, active)  # recorded under another tape
+        shapes = None
+        if op.broadcast:
+            oshape = out.shape
+            if (bx and dx.shape != oshape) or (by and dy.shape != oshape):  # an input needing a gradient broadcast
+                shapes = (getattr(dx, "shape", None), getattr(dy, "shape", None))
+        save = op.save
+        vals = (dx, dy) if save is True else (op.nosave if save is None else saved_values(op, (dx, dy)))
+        rec = (op, (sx, sy), vals, out if op.save_ans else None, shapes, _NO_PARAMS, CLOCK.tick, bx | by << 1)
+        node = Node()
+        node.tape = top
+        t.requires_grad = True
+        t._node = node
+        for tape in active:
+            e = Entry(node, entry_died)
+            e.rec = rec
+            tape.append(e, t, active)
+        return t
+
+    return fn
 
 
 def _trace(op, datas, params, out):
@@ -138,24 +270,6 @@ def saved_values(op, datas):
     if op.variadic:
         flags = flags * len(datas)
     return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
-
-
-def _run_monitors(tape, entry, out, active):
-    """Call ``tape``'s monitors on the entry just recorded; one that raises refuses the op: the entry is taken
-    off every tape that recorded it, so the tapes are exactly as before the op (a budget, an anomaly)."""
-    try:
-        for monitor in tape._monitors:
-            monitor(tape, entry, out)
-    except BaseException:
-        node, rec = entry(), entry.rec
-        for t in active:
-            entries = t._entries
-            if entries and entries[-1]() is node and entries[-1].rec is rec:
-                entries.pop().rec = None
-            if t is tape:
-                break
-        entry.rec = None
-        raise
 
 
 def _foreign_inputs(op, srcs, top, active):
@@ -178,7 +292,7 @@ def _foreign_inputs(op, srcs, top, active):
         earlier = ref()
         if earlier is not None and ref.state == "recording" and earlier._differentiated:
             for t in active:
-                t._upstream[id(earlier)] = earlier
+                t.keep_upstream(earlier)
             continue
         state = {"recording": "not replayed", "replayed": "already replayed", "released": "released"}.get(ref.state, "")
         warn_once(
@@ -216,7 +330,7 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
-    if all(d.__class__ in _PLAIN for d in datas):
+    if all(d.__class__ in PLAIN for d in datas):
         try:
             out = Tensor._wrap(np.asarray(op.forward(*datas, **params)))
         except (ValueError, TypeError) as err:

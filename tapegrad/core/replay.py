@@ -1,56 +1,53 @@
 """The replay: a tape's entries walked in reverse, each op's vector-Jacobian rules applied, gradients handed out.
 
-The algorithm (:func:`replay`; ``Tape.backward`` and ``Tape.gradient`` call it):
+The algorithm (:func:`replay`, which ``Tape.backward`` and ``Tape.gradient`` call; the tape applies the
+:class:`Outcome` it returns, as the tape's state is :mod:`.tape`'s alone):
 
 1. Seed a dict of cotangents, keyed by node (or by leaf tensor), with each root's gradient.
-2. For each live entry, last first (the list is in execution order, so reversed it is already a topological
-   order): pop its output's cotangent (none: nothing asked for depends on it, skip); on a non-persistent tape
+2. Walk the live entries, last first (the list is in execution order, so reversed it is already a topological
+   order): pop the output's cotangent (none: nothing asked for depends on it, skip); on a non-persistent tape
    drop the entry's saved values now, since nothing reads them after its rule; check that nothing it saved was
    changed in place since it was recorded; run the op's rule for each input that needs a gradient, sum the
-   result back to the input's shape where it was broadcast, and add it into that input's cotangent.
+   result back to the input's shape where it was broadcast, and add it into that input's cotangent (:func:`_pull`).
 3. What is left in the dict are the leaves' gradients: they go to ``.grad`` (backward) or back to the caller
-   (gradient()).
+   (gradient()): :func:`tapegrad.core.grads.hand_over`.
 
-Optional steps, taken only when asked for: gradient hooks (:mod:`.hooks`), a recorded replay (``create_graph``: the rules run on tensors with tapegrad's ops, so the replay
-is itself recorded), and an observer (tracing, anomaly checks) that may wrap the op's rules, in one named call;
-and the sources of ``gradient()``, whose cotangents are picked up as their entries are reached.
+There are two walks. The plain one (:func:`_walk_plain`) runs the rules on arrays at NumPy speed. The recorded one
+(:func:`_walk_recorded`, ``create_graph``) runs them on tensors with tapegrad's ops, so the replay is itself
+recorded, and checks that every rule returned a tensor. Optional steps are taken only when asked for
+(:class:`_Steps`): gradient hooks (:mod:`.hooks`), an observer (tracing, anomaly checks) that may wrap the op's
+rules, and the sources of ``gradient()``, whose cotangents are picked up as their entries are reached.
 
 The namespace a recorded replay's rules compute with is a slot that :mod:`tapegrad.ops` fills
 (:func:`set_differentiable_rules`), as the op tables sit above this layer.
 
 While a function is traced (:mod:`tapegrad.compile`), a recorded replay tells the tracer which entry it
-differentiates (``tracer.replaying(node, rec)``), so the program can say which forward line each rule's ops
-come from; a plain replay is refused there, since its rules would run on arrays the tracer never sees.
+differentiates (``tracer.replaying(node, rec)`` before its rules run, ``tracer.replayed()`` after), so the
+program can say which forward line each rule's ops come from; a plain replay is refused there, since its rules
+would run on arrays the tracer never sees.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-import weakref
-from contextvars import ContextVar
 
 import numpy as np
 
 from .._shapes import Shape, unbroadcast
-from .._state import ACTIVE, CLOCK, TRACER, TRACING, modified_since
+from .._state import CLOCK, TRACER, TRACING, modified_since
 from .._tensor import Tensor
-from ..backend import NUMPY, backend_of, common_backend, is_array, is_complex, to_numpy
+from ..backend import common_backend, is_array
 from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
+from .grads import hand_over
 from .hooks import LIVE, run_hooks
-from .node import ANS, OP, SAVED, SRCS, Node
+from .node import ANS, EPOCH, OP, SAVED, SRCS, Node
 
-__all__ = ["replay", "seed", "set_differentiable_rules", "check_saved", "key_of"]
+__all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of"]
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
-_grad_lock = threading.Lock()
-_rules = {"differentiable": None}
-# Tapes replayed inside their own record() block while the block is still open, in this context.
-_ended_inside: ContextVar[tuple] = ContextVar(
-    "tapegrad_ended_inside", default=()
-)  # the namespace of tapegrad ops rules use on a recorded replay
+_rules = {"differentiable": None}  # the namespace of tapegrad ops rules use on a recorded replay
 
 
 def set_differentiable_rules(namespace) -> None:
@@ -64,12 +61,28 @@ def key_of(t: Tensor):
     return t._node if t._node is not None else t
 
 
-def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, leftovers=None):
-    """Replay ``tape`` from ``roots`` (pairs of key and seed cotangent): see the module docstring.
+class Outcome:
+    """What one replay hands back to its tape, which applies it.
 
-    ``leaves``: write the leaves' gradients into ``.grad``. ``wanted``: keys whose gradients to return (as a
-    dict), without touching ``.grad``. Returns that dict, or None. Cotangents left for values of the earlier
-    tapes this one used (``tape._upstream``) are appended to ``leftovers``, for the caller to continue there.
+    ``found``: the gradients ``wanted`` asked for, by key (None for a backward); ``leftovers``: ``(key, cotangent)``
+    pairs for values of the earlier tapes in ``upstream``, to continue there; ``failure``: None, or ``(position,
+    op, error)`` where the replay raised (position None: before any entry; ``"leaves"``: handing gradients over);
+    ``kept``: the nodes the replay passed, to drop after the tape's entries (see :func:`_walk_plain`).
+    """
+
+    __slots__ = ("found", "leftovers", "failure", "kept")
+
+    def __init__(self, found, leftovers, failure, kept):
+        self.found, self.leftovers, self.failure, self.kept = found, leftovers, failure, kept
+
+
+def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observer=None, upstream=(), home=None):
+    """Replay ``entries`` from ``roots`` (pairs of key and seed cotangent): see the module docstring.
+
+    ``retain``: keep the entries' saved values (a persistent tape, or a recorded replay, which reads them again
+    later). ``leaves``: write the leaves' gradients into ``.grad``. ``wanted``: keys whose gradients to return,
+    without touching ``.grad``. ``observer``: called per entry (tracing, anomaly checks). ``upstream``: ids of the
+    earlier tapes whose values this one used. ``home``: the tape replayed, which a recorded gradient keeps alive.
     """
     if TRACING.n and not create_graph and TRACER.get() is not None:
         raise TapeError(
@@ -78,120 +91,200 @@ def replay(tape, roots, *, create_graph, leaves, wanted=None, observer=None, lef
             "be frozen at the first call's values. Compute gradients with tg.grad / tg.value_and_grad inside the "
             "compiled function and return them"
         )
-    entries = tape._entries
-    retain = tape.persistent or create_graph  # a recorded replay reads the forward values again later
     grads: dict = {}
     for key, g in roots:
         old = grads.get(key)
         grads[key] = g if old is None else old + g
-    found = {} if wanted is not None else None
-    # Sources that are leaves are picked up at the end; only recorded values need a look at each entry.
-    wanted_nodes = {k for k in wanted if k.__class__ is Node} or None if wanted is not None else None
     xp = _rules_for(roots, create_graph)
-    optional = create_graph or LIVE.n or observer is not None
-    pop, get = grads.pop, grads.get
-    outer_active = _record_on(tape) if create_graph else None
+    found = {} if wanted is not None else None
+    steps = _Steps.asked_for(observer, wanted, found, create_graph)
+    kept: list = []
     if create_graph:
-        tape._differentiated = True  # its gradients are recorded on it: later tapes may differentiate them
-    upstream = tape._upstream
-    tape._replays += 1
-    idx, op = None, None
+        failure = _walk_recorded(entries, grads, xp, steps)
+    else:
+        failure = _walk_plain(entries, grads, xp, retain, steps, kept)
+    leftovers: list = []
+    if failure is None:
+        try:
+            hand_over(
+                grads,
+                xp=xp,
+                recorded=create_graph,
+                leaves=leaves,
+                wanted=wanted,
+                found=found,
+                upstream=upstream,
+                leftovers=leftovers,
+                home=home,
+            )
+        except BaseException as err:
+            failure = ("leaves", None, err)
+    return Outcome(found, leftovers, failure, kept)
+
+
+def _walk_plain(entries, grads, xp, retain, steps, kept):
+    """Step 2 on arrays: every live entry, last first. Returns None, or ``(position, op, error)`` where it raised.
+
+    The rules of an op with one rule per input run here, in the loop (the hot path of every backward); a joint
+    rule goes through :func:`_pull`. The output nodes replayed go to ``kept``, dropped after the tape's entries:
+    a node that died now would call its entry's weak-reference callback, for an entry already freed.
+    """
+    pop, get, keep = grads.pop, grads.get, kept.append
+    idx = op = None
     try:
         for idx in range(len(entries) - 1, -1, -1):
             e = entries[idx]
             rec = e.rec
             if rec is None:
                 continue
-            if not retain:
-                e.rec = None  # its saved values go as soon as its rule has run
             node = e()
-            if node is None:
-                continue
-            g = pop(node, None)
+            e.rec = rec if retain else None  # a tape not retained drops its saved values as its rule runs
+            keep(node)
+            g = pop(node, None)  # None: nothing asked for depends on it (or its output died)
             if g is None:
                 continue
             op, srcs, vals, ans, shapes, params, epoch, mask = rec
             if epoch < CLOCK.tick:  # something was changed in place since: was it what this entry saved?
                 check_saved(op, vals, ans, epoch)
-            if optional:
-                g, op, ans, vals = _optional_steps(idx, rec, node, g, grads, create_graph, observer)
-            if wanted_nodes is not None and node in wanted_nodes:  # a gradient() source: its cotangent is complete
-                found[node] = g
-            vjps = op.vjps
-            if op.joint:  # one rule returns every input's gradient (custom ops, recomputation)
-                joint = vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)
-                vjps = [lambda *_, gi=gi, **__: gi for gi in joint]  # the op's params are passed too
-            i = 0
+            if steps is not None:
+                g = steps.hooked(node, g)
+                op = steps.observed(idx, rec, node, g, grads)
+            if op.joint:
+                _pull(op, xp, g, ans, vals, rec, grads, False)
+                continue
+            vjps, i = op.vjps, 0
             for src in srcs:
                 if (mask >> i) & 1:
                     gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
                     if gi is not None:
-                        if shapes is not None and shapes[i] is not None and gi.shape != shapes[i]:
-                            gi = unbroadcast(xp, gi, shapes[i])
+                        gi = gi if shapes is None or shapes[i] is None else unbroadcast(xp, gi, shapes[i])
                         old = get(src)
                         if old is None:
                             grads[src] = gi
-                        elif create_graph or old.size < 1024:  # small: a new array costs less than the checks
-                            grads[src] = old + gi
-                        else:
-                            _accumulate(grads, src, old, gi)
-                        old = None  # our reference would make the next in-place add think the buffer shared
+                        else:  # a further contribution (a rule may return g itself, for two inputs or one twice)
+                            _add(grads, src, old, gi)
+                        old = None  # our reference would make an in-place add think the buffer shared
                 i += 1
             rec = vals = ans = g = gi = None  # nothing of the entry outlives its step
-        idx = None
-        # What is left are leaves (and nodes of other tapes, which this replay does not reach through). In a
-        # recorded replay this runs while the tape still records, so adding onto an existing .grad is recorded.
-        while grads:
-            key, g = grads.popitem()
-            if found is not None and key in wanted:
-                # A leaf, or a value an outer tape recorded (a node this tape never produced).
-                leaf_hooks = getattr(key, "_hooks", None) if key.__class__ is not Node else None
-                if leaf_hooks is not None and LIVE.n:  # a leaf's hooks see gradient() too
-                    g = run_hooks(leaf_hooks, g)
-                dtype = g.dtype if key.__class__ is Node else key._data.dtype
-                # Counted on a line of its own: as an argument of _fresh, g would be on the stack once
-                # more. getrefcount's argument and our local leave 1 when nothing else holds g.
-                refs = _getrefcount(g) - 1
-                if create_graph:
-                    found[key] = _keeps_its_tape(_real_for(xp, g, key), tape)
-                else:
-                    found[key] = _fresh(g, dtype, refs)
-            elif key.__class__ is Node:
-                if upstream and leftovers is not None and id(key.tape()) in upstream:
-                    leftovers.append((key, g))
-                continue
-            elif leaves and key.requires_grad:
-                if not create_graph:
-                    refs = _getrefcount(g) - 1  # on its own line, as above
-                    g = _fresh(g, key._data.dtype, refs)
-                _write_grad(key, g, xp if create_graph else None)
-                if create_graph:
-                    _keeps_its_tape(key.grad, tape)
-            key = g = None  # a buffer handed to .grad must not stay referenced from this frame
     except BaseException as err:
-        if not retain:  # the entries already replayed are freed: every later use must say so
-            tape._failed(idx, op, err)
-        raise
+        return idx, op, err
+    return None
+
+
+def _walk_recorded(entries, grads, xp, steps):
+    """Step 2 on tensors (``create_graph``): the rules are ops recorded on the active tapes, checked to return
+    tensors. Returns None, or ``(position, op, error)`` where it raised."""
+    pop = grads.pop
+    tracer = TRACER.get() if TRACING.n else None
+    idx = op = None
+    try:
+        for idx in range(len(entries) - 1, -1, -1):
+            e = entries[idx]
+            rec = e.rec
+            if rec is None:
+                continue
+            node = e()
+            g = pop(node, None)
+            if g is None:
+                continue
+            op = rec[OP]
+            if rec[EPOCH] < CLOCK.tick:
+                check_saved(op, rec[SAVED], rec[ANS], rec[EPOCH])
+            g, ans, vals = _as_tensors(steps.hooked(node, g), rec[ANS], rec[SAVED], rec[SRCS], node)
+            op = steps.observed(idx, rec, node, g, grads)
+            if tracer is None:
+                _pull(_recorded_rules(op, rec), xp, g, ans, vals, rec, grads, True)
+            else:
+                _pull_traced(tracer, node, _recorded_rules(op, rec), xp, g, ans, vals, rec, grads)
+            rec = g = ans = vals = None
+    except BaseException as err:
+        return idx, op, err
+    return None
+
+
+def _pull_traced(tracer, node, op, xp, g, ans, vals, rec, grads):
+    """:func:`_pull` while a function is traced: the tracer knows whose rules its ops come from."""
+    tracer.replaying(node, rec)
+    try:
+        _pull(op, xp, g, ans, vals, rec, grads, True)
     finally:
-        tape._replays -= 1
-        if outer_active is not None:
-            ACTIVE.set(outer_active)
-    if not retain:
-        tape._consumed(roots)
-    return found
+        tracer.replayed()
 
 
-_kept = weakref.WeakKeyDictionary()  # node of a create_graph gradient -> the tape its value was recorded on
+def _pull(op, xp, g, ans, vals, rec, grads, recorded):
+    """One entry's rules: each input that needs a gradient gets its rule's result for the cotangent ``g``, summed
+    back to the input's shape where it was broadcast, added into its cotangent in ``grads``."""
+    _, srcs, _, _, shapes, params, _, mask = rec
+    vjps = op.vjps
+    joint = (vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)) if op.joint else None
+    i = 0
+    for src in srcs:
+        if (mask >> i) & 1:
+            if joint is not None:  # one rule returned every input's gradient (custom ops, recomputation)
+                gi = joint[i]
+            else:
+                gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
+            if gi is not None:
+                if shapes is not None and shapes[i] is not None:
+                    gi = unbroadcast(xp, gi, shapes[i])
+                old = grads.get(src)
+                if old is None:
+                    grads[src] = gi
+                else:  # a further contribution
+                    if recorded:
+                        grads[src] = old + gi
+                    else:
+                        _add(grads, src, old, gi)
+                old = None  # our reference would make the next in-place add think the buffer shared
+        i += 1
 
 
-def _keeps_its_tape(g, tape):
-    """A gradient recorded by a create_graph replay keeps ``tape`` alive as long as the gradient lives: it is
-    a value meant to be differentiated again, in this block or a later one (other tensors refer to their tape
-    only weakly)."""
-    node = getattr(g, "_node", None)
-    if node is not None:
-        _kept[node] = tape
-    return g
+def _add(grads, key, old, g):
+    """Add a further contribution ``g`` to the cotangent ``old`` stored under ``key``, on a plain replay."""
+    # Small: a new array costs less than the checks. Large: add in place into a buffer nothing else holds (the
+    # dict, the caller's local and ours, getrefcount's argument), as PyTorch's AccumulateGrad steals buffers.
+    if old.size < 1024:
+        grads[key] = old + g
+        return
+    if old.__class__ is np.ndarray and g.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
+        if old.dtype is g.dtype or old.dtype == g.dtype:
+            try:
+                old += g
+                return
+            except ValueError:  # read-only, or g broadcasts to a larger shape
+                pass
+    grads[key] = old + g
+
+
+class _Steps:
+    """The optional steps of one replay, per entry: the hooks on the entry's output, the observer (tracing,
+    anomaly checks, which may wrap the op's rules), and the pickup of a ``gradient()`` source's cotangent, which
+    is complete when its entry is reached."""
+
+    __slots__ = ("hooks", "observer", "picks", "found")
+
+    @classmethod
+    def asked_for(cls, observer, wanted, found, recorded):
+        """The steps this replay takes, or None when it takes none (a recorded replay always has them)."""
+        # Sources that are leaves are picked up at the end; only recorded values need a look at each entry.
+        picks = {k for k in wanted if k.__class__ is Node} if wanted is not None else None
+        if not (recorded or picks or LIVE.n or observer is not None):
+            return None
+        steps = cls()
+        steps.hooks, steps.observer, steps.picks, steps.found = LIVE.n > 0, observer, picks or None, found
+        return steps
+
+    def hooked(self, node, g):
+        """``g`` after the hooks registered on this value, if any."""
+        node_hooks = getattr(node, "hooks", None) if self.hooks else None
+        return g if node_hooks is None or not LIVE.n else run_hooks(node_hooks, g)
+
+    def observed(self, idx, rec, node, g, grads):
+        """The op whose rules run for this entry: the observer's (it may wrap them), else the entry's own."""
+        op = rec[OP] if self.observer is None else self.observer(idx, rec, node, g, grads)
+        if self.picks is not None and node in self.picks:
+            self.found[node] = g
+        return op
 
 
 def _rules_for(roots, create_graph):
@@ -205,34 +298,6 @@ def _rules_for(roots, create_graph):
         return numpy_rules
     fx = common_backend("backward", [g for _, g in roots]).fx  # every entry a root reaches ran in its library
     return numpy_rules if fx is np else fx
-
-
-def _record_on(tape):
-    """Make the rules of a recorded replay ops of ``tape`` (its forward values are needed) and of every active
-    tape; returns the active tapes to restore."""
-    saved = ACTIVE.get()
-    if tape not in saved:
-        tape._ref.outer += tuple(t._ref for t in saved)
-        ACTIVE.set(saved + (tape,))
-    return saved
-
-
-def _optional_steps(idx, rec, node, g, grads, create_graph, observer):
-    """Hooks on this value, tensors for a recorded replay, the observer: each only when asked for."""
-    op, ans, vals = rec[OP], rec[ANS], rec[SAVED]
-    node_hooks = getattr(node, "hooks", None)
-    if node_hooks is not None and LIVE.n:
-        g = run_hooks(node_hooks, g)
-    if create_graph:
-        g, ans, vals = _as_tensors(g, ans, vals, rec[SRCS], node)
-        op = _recorded_rules(op)
-        if TRACING.n:
-            tracer = TRACER.get()
-            if tracer is not None:
-                tracer.replaying(node, rec)
-    if observer is not None:  # tracing, anomaly checks: it wraps the op's rules
-        op = observer(idx, rec, node, g, grads)
-    return g, op, ans, vals
 
 
 class _RecordedRules:
@@ -279,7 +344,10 @@ def _checked(rule, name, joint=False):
 _recorded_cache: dict = {}
 
 
-def _recorded_rules(op):
+def _recorded_rules(op, rec):
+    """``op``'s rules, checked (cached per registered op; an observer's wrapped op is checked as it is)."""
+    if op is not rec[OP]:
+        return _RecordedRules(op)
     checked = _recorded_cache.get(op)
     if checked is None:
         checked = _recorded_cache[op] = _RecordedRules(op)
@@ -300,146 +368,6 @@ def check_saved(op, vals, ans, epoch) -> None:
             f"{op.name}: its output (shape {tuple(ans.shape)}), which the tape saved for backward, was changed in "
             "place after it was recorded; write out = out + y (a new array) instead of an in-place update"
         )
-
-
-def seed(target, gradient, what, differentiable=False):
-    """The cotangent a replay starts from at ``target``: ones for a scalar, else ``gradient`` checked and cast."""
-    if not isinstance(target, Tensor):
-        raise TypeError(f"{what}(): the target must be a Tensor, got {type(target).__name__}")
-    if target._node is None and not target.requires_grad:
-        if ended_inside():
-            raise TapeError(
-                f"{what}() on a tensor that no tape recorded: it was computed inside a record() block whose tape "
-                "a backward() inside the same block had already replayed, which ends its recording. Call "
-                "backward() after the block, or start a new `with tg.record():` block for the next computation"
-            )
-        raise TapeError(
-            f"{what}() on a tensor that no tape recorded: compute it inside `with tg.record():` "
-            "from tensors created with requires_grad=True (or watched with t.watch(x))"
-        )
-    data = target._data
-    if gradient is None:
-        if data.size != 1:
-            raise ValueError(
-                f"{what}() needs a gradient argument for a non-scalar output of shape {data.shape}: "
-                f"call .sum() (or .mean()) first, or pass gradient= an array of shape {data.shape}"
-            )
-        if is_complex(data):
-            raise TypeError(
-                f"{what}() of a complex output needs gradient=: the gradient of a complex value is not defined; "
-                "differentiate a real loss (abs(z) ** 2, z.real), or pass the cotangent explicitly"
-            )
-        return np.ones_like(data) if data.__class__ is _ndarray else backend_of(data).xp.ones_like(data)
-    if differentiable and isinstance(gradient, Tensor):
-        g = gradient  # a recorded replay keeps a tensor cotangent, so the result is differentiable in it too (jvp)
-    else:
-        g = gradient._data if isinstance(gradient, Tensor) else gradient
-        if g.__class__ is not _ndarray or data.__class__ is not _ndarray:
-            g = _seed_any(data, g)  # a list, a number or another library's array
-        elif g.dtype != data.dtype:
-            g = g.astype(data.dtype)
-    if g.shape != data.shape:
-        raise ValueError(f"{what}(): the gradient argument has shape {g.shape} but the output has shape {data.shape}")
-    return g
-
-
-def ended_inside() -> bool:
-    """Whether a record() block still open in this context had its tape replayed inside it."""
-    return bool(_ended_inside.get())
-
-
-def _seed_any(data, g):
-    # A seed given as a list, a number or another library's array is made an array of the output's library.
-    b = backend_of(data) or NUMPY
-    gb = backend_of(g)
-    if gb is b:
-        return g if g.dtype == data.dtype else b.astype(g, data.dtype)
-    if gb is not None:
-        g = to_numpy(g)
-    return b.asarray(g, dtype=data.dtype)
-
-
-def _accumulate(grads, key, old, g):
-    """Add a further contribution ``g`` to the large cotangent ``old`` stored under ``key``."""
-    # Add in place into a buffer nothing else holds (the dict, the caller's local and ours, getrefcount's
-    # argument), as PyTorch's AccumulateGrad steals buffers; otherwise add out of place.
-    if old.__class__ is np.ndarray and g.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
-        if old.dtype is g.dtype or old.dtype == g.dtype:
-            try:
-                old += g
-                return
-            except ValueError:  # read-only, or g broadcasts to a larger shape
-                pass
-    grads[key] = old + g
-
-
-def _fresh(g, dtype, refs):
-    """A gradient the user may keep and change: the leaf's dtype, a buffer shared with nothing else.
-
-    ``refs`` is how many references the caller's frame holds besides its own local (1 means only that local).
-    A complex gradient of a real leaf is its real part (the adjoint of embedding the reals in the complex numbers).
-    """
-    if g.__class__ is not _ndarray:
-        return _fresh_any(g, dtype, refs)
-    if g.dtype != dtype:
-        return (g.real if g.dtype.kind == "c" and dtype.kind != "c" else g).astype(dtype)
-    if g.base is not None or not g.flags.writeable or refs > 1:
-        return np.array(g)
-    return g
-
-
-def _fresh_any(g, dtype, refs):
-    # Another library's gradient stays in that library (on the GPU for CuPy); copied unless provably private.
-    b = backend_of(g)
-    if b is None:  # a NumPy scalar
-        return np.array(g, dtype=dtype)
-    if g.dtype != dtype:
-        if is_complex(g) and not _complex_dtype(b, dtype):
-            g = b.xp.real(g)
-        return b.astype(g, dtype)
-    if refs > 1 or getattr(g, "base", True) is not None:  # array API arrays do not say whether they are views
-        return b.copy(g)
-    return g
-
-
-def _complex_dtype(b, dtype) -> bool:
-    kind = getattr(dtype, "kind", None)
-    return kind == "c" if isinstance(kind, str) else bool(b.xp.isdtype(dtype, "complex floating"))
-
-
-def _write_grad(leaf, g, xp=None):
-    """Add ``g`` into ``leaf.grad``, atomically per leaf: threads replaying into one shared leaf lose nothing.
-
-    ``xp`` is given on a recorded replay, where a complex gradient of a real leaf takes its real part as an op.
-    """
-    leaf_hooks = getattr(leaf, "_hooks", None)
-    if leaf_hooks is not None and LIVE.n:
-        g = run_hooks(leaf_hooks, g)
-    if xp is not None:
-        g = _real_for(xp, g, leaf)
-    while True:
-        old = leaf.grad
-        new = g if old is None else old + g  # out of place, outside the lock: only the swap is serialised
-        with _grad_lock:
-            if leaf.grad is old:
-                leaf.grad = new
-                return
-
-
-def _real_for(xp, g, key):
-    """On a recorded replay: a complex gradient of a real value is its real part, recorded as an op (the adjoint
-    of the embedding of the reals in the complex numbers); and a leaf's gradient has the leaf's dtype, as a
-    plain replay gives it (a float32 leaf of a float64 loss gets a float32 gradient), cast as an op."""
-    data = g._data if isinstance(g, Tensor) else g
-    if key.__class__ is Node:
-        return g
-    if is_complex(data) and not is_complex(key._data):
-        g = xp.real(g)
-        data = g._data if isinstance(g, Tensor) else g
-    dtype = key._data.dtype
-    if data.dtype != dtype and not is_complex(data):
-        g = xp.astype(g, dtype)
-    return g
 
 
 def _as_tensors(g, ans, vals, srcs, node):

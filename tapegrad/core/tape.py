@@ -54,8 +54,8 @@ never by reaching into its attributes:
 - **The differentiable rules slot**: :func:`tapegrad.core.replay.set_differentiable_rules`, filled by the ops.
 - **The tracer** (compiled tapes): while a function is traced, ``tapegrad._state.TRACER`` holds this context's
   tracer. ``apply`` and ``apply_nondiff`` report every op to ``tracer.op(op, inputs, params, out)``; a recorded
-  replay reports each entry it differentiates to ``tracer.replaying(node, rec)``, and a plain replay is refused
-  (its rules would run unseen); Python reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
+  replay reports each entry it differentiates to ``tracer.replaying(node, rec)`` before its rules run and calls
+  ``tracer.replayed()`` after them, and a plain replay is refused (its rules would run unseen); Python reading a traced value (``Tensor``'s conversions, ``.data``) and in-place
   changes ask the tracer first (``tracer.concrete``, ``tracer.modified``). ``TRACING.n`` counts traces in
   progress anywhere, so untraced code pays one attribute read per op.
 """
@@ -64,13 +64,14 @@ from __future__ import annotations
 
 import itertools
 
-from .._state import ACTIVE, PENDING, WATCHED, live_tapes
+from .._state import ACTIVE, ENDED_INSIDE, PENDING, WATCHED, live_tapes
 from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
+from .grads import fresh, seed, write_grad
 from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
-from .replay import _ended_inside, _fresh, _write_grad, key_of, replay, seed
+from .replay import key_of, replay
 
 __all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
 
@@ -125,8 +126,8 @@ class BaseTape:
         # try/finally semantics: whatever happened in the block, this tape stops recording here.
         ACTIVE.set(tuple(t for t in ACTIVE.get() if t is not self))
         _sync_watched()
-        if self in _ended_inside.get():
-            _ended_inside.set(tuple(t for t in _ended_inside.get() if t is not self))
+        if self in ENDED_INSIDE.get():
+            ENDED_INSIDE.set(tuple(t for t in ENDED_INSIDE.get() if t is not self))
         if self._ref.state == "recording":
             PENDING.set(self)
 
@@ -217,7 +218,39 @@ class BaseTape:
     def __repr__(self) -> str:
         return f"<Tape {self.state}, {len(self)} entries, persistent={self.persistent}>"
 
-    # -- recording ----------------------------------------------------------------------------------
+    # -- recording: what core.record calls -------------------------------------------------------------
+    def append(self, entry, out, active) -> None:
+        """Add ``entry``, just recorded for the tensor ``out`` on every tape in ``active``, then run this tape's
+        monitors: one that raises refuses the op, which is taken off every tape that recorded it."""
+        entries = self._entries
+        entries.append(entry)
+        if len(entries) >= self._compact_at:
+            self._compact()
+        if self._monitors:
+            self._run_monitors(entry, out, active)
+
+    def keep_upstream(self, earlier) -> None:
+        """An op recorded here used a create_graph gradient of the ``earlier`` tape: keep that tape alive, so that
+        this tape's replays continue into it."""
+        self._upstream[id(earlier)] = earlier
+
+    def _run_monitors(self, entry, out, active) -> None:
+        try:
+            for monitor in self._monitors:
+                monitor(self, entry, out)
+        except BaseException:
+            # Refused: off every tape that recorded it (those before this one in `active`, and this one), so the
+            # tapes are exactly as before the op (a budget, an anomaly).
+            node, rec = entry(), entry.rec
+            for t in active:
+                entries = t._entries
+                if entries and entries[-1]() is node and entries[-1].rec is rec:
+                    entries.pop().rec = None
+                if t is self:
+                    break
+            entry.rec = None
+            raise
+
     def _compact(self) -> None:
         # Amortised O(1): drop dead entries so an open tape used for evaluation stays bounded.
         if self._replays:  # a replay is walking the list by index
@@ -289,20 +322,17 @@ class BaseTape:
         found_all = {} if wanted is not None else None
         while queue:
             tape = max(queue, key=lambda t: t._serial)
-            leftovers: list = []
-            found = replay(
-                tape,
+            outcome = tape._replay_once(
                 queue.pop(tape),
                 create_graph=create_graph,
                 leaves=leaves,
                 wanted=wanted,
                 observer=observer if tape is self else tape.observer(False),
-                leftovers=leftovers,
             )
-            for key, g in (found or {}).items():
+            for key, g in (outcome.found or {}).items():
                 old = found_all.get(key)
                 found_all[key] = g if old is None else old + g
-            for key, g in leftovers:
+            for key, g in outcome.leftovers:
                 earlier = key.tape()
                 if earlier is None or earlier.state != "recording":
                     raise TapeError(
@@ -312,6 +342,52 @@ class BaseTape:
                     )
                 queue.setdefault(earlier, []).append((key, g))
         return found_all
+
+    def _replay_once(self, roots, *, create_graph, leaves, wanted, observer):
+        """One replay of this tape (:func:`tapegrad.core.replay.replay`), and its outcome applied: a
+        non-persistent tape is consumed, or failed where the replay raised."""
+        retain = self.persistent or create_graph  # a recorded replay reads the forward values again later
+        outer = self._record_rules_here() if create_graph else None
+        if create_graph:
+            self._differentiated = True  # its gradients are recorded on it: later tapes may differentiate them
+        self._replays += 1  # compaction waits for it
+        try:
+            outcome = replay(
+                self._entries,
+                roots,
+                create_graph=create_graph,
+                retain=retain,
+                leaves=leaves,
+                wanted=wanted,
+                observer=observer,
+                upstream=self._upstream,
+                home=self,
+            )
+        finally:
+            self._replays -= 1
+            if outer is not None:
+                ACTIVE.set(outer)
+        if outcome.failure is not None:
+            position, op, err = outcome.failure
+            outcome = None
+            if not retain:  # the entries already replayed are freed: every later use must say so
+                self._failed(position, op, err)
+            try:
+                raise err
+            finally:
+                err = None  # the traceback refers to this frame: no cycle through it
+        if not retain:
+            self._consumed(roots)
+        return outcome
+
+    def _record_rules_here(self):
+        """Make the rules of a recorded replay ops of this tape (its forward values are needed) and of every
+        active tape; returns the active tapes to restore."""
+        saved = ACTIVE.get()
+        if self not in saved:
+            self._ref.outer += tuple(t._ref for t in saved)
+            ACTIVE.set(saved + (self,))
+        return saved
 
     def release(self) -> None:
         """Free every entry and saved array now; the tape cannot be replayed afterwards."""
@@ -333,7 +409,10 @@ class BaseTape:
 
     def _failed(self, position, op, err) -> None:
         """A replay raised partway: free what is left and make every later use say where it failed."""
-        index = None if position is None else sum(1 for e in self._entries[:position] if e.rec is not None)
+        if position is None or position == "leaves":
+            index = position
+        else:  # counted as the tape counts its entries: the live ones before it (still unreplayed)
+            index = sum(1 for e in self._entries[:position] if e.rec is not None)
         self._ref.failure = (index, getattr(op, "name", None), type(err).__name__)
         self._ref.state = "failed"
         self.release()
@@ -373,7 +452,10 @@ def _unusable(ref) -> str:
 
 def _failure_message(failure) -> str:
     index, op, err = failure
-    where = f"at entry {index} ({op})" if op is not None else "before reaching any entry"
+    if index == "leaves":
+        where = "while handing the gradients to the leaves"
+    else:
+        where = f"at entry {index} ({op})" if op is not None else "before reaching any entry"
     return (
         f"an earlier backward() on this tape failed {where} with {err}: the entries it had replayed are freed, "
         "so no gradient can be computed from this tape. Record the computation again (record with "
@@ -387,7 +469,7 @@ def _leave_active(tape) -> None:
     if tape in active:
         ACTIVE.set(tuple(t for t in active if t is not tape))
         _sync_watched()
-        _ended_inside.set(_ended_inside.get() + (tape,))  # so that an error about a later op can say why
+        ENDED_INSIDE.set(ENDED_INSIDE.get() + (tape,))  # so that an error about a later op can say why
 
 
 def _targets(target) -> list:
@@ -468,7 +550,7 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
     node = t._node
     if node is None:
         g = seed(t, gradient, "backward")  # raises the "no tape recorded this tensor" error for constants
-        _write_grad(t, _fresh(g, t._data.dtype, 2))
+        write_grad(t, fresh(g, t._data.dtype, 2))
         return
     tape = node.tape()
     if tape is None:

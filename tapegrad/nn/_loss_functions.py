@@ -59,7 +59,14 @@ def _weight_array(weight, n_classes, name):
 
 
 def _divide(total: Tensor, count) -> Tensor:
-    return total * np.nan if count == 0 else total / count  # nothing counted: NaN, as PyTorch gives
+    """``total / count``, the mean over what was counted. Where nothing was (a batch of padding only, every
+    target ``ignore_index``) the mean is 0/0: NaN, as PyTorch gives, and a constant, so its gradient is 0 (a
+    select), not NaN, as PyTorch's is: one such batch must not turn every parameter into NaN. ``count`` is a
+    number, or a tensor of counts (a tensor target, whose values are known only when the program runs)."""
+    if isinstance(count, Tensor):
+        none = ops.equal(count, 0)
+        return ops.where(none, np.nan, total / ops.where(none, 1.0, count))
+    return ops.where(False, total, np.nan) if count == 0 else total / count
 
 
 def mse_loss(input, target, reduction: str = "mean") -> Tensor:
@@ -248,7 +255,8 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     """Negative log-likelihood of integer classes under log-probabilities ``input``: ``-w[t] input[n, t]``.
 
     ``input`` is ``(N, C)``, ``(N, C, d1, ...)`` or ``(C,)``; ``target`` ``(N,)``, ``(N, d1, ...)`` or a scalar.
-    Targets equal to ``ignore_index`` count nowhere; ``"mean"`` divides by the summed weights of the others.
+    Targets equal to ``ignore_index`` count nowhere; ``"mean"`` divides by the summed weights of the others, and
+    is NaN where there are none (a batch of padding only), as PyTorch's, with gradient 0, as PyTorch's.
 
     >>> import numpy as np, tapegrad as tg
     >>> logp = tg.Tensor(np.log([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]))
@@ -269,7 +277,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     total = ops.sum(loss)
     if reduction == "sum":
         return total
-    return total / ops.sum(per) if traced else _divide(total, per.sum())  # 0 / 0 is NaN, as PyTorch gives
+    return _divide(total, ops.sum(per) if traced else per.sum())
 
 
 def cross_entropy(
@@ -278,8 +286,9 @@ def cross_entropy(
     """Cross-entropy under ``softmax(input)`` along the class axis (1, or 0 for one example), stably.
 
     ``target`` holds integer classes (shape ``(N,)``, ``(N, d1, ...)`` or a scalar; ``ignore_index`` skips
-    some) or class probabilities (a floating array of the input's shape). ``weight`` weighs each class;
-    ``label_smoothing`` mixes the target with the uniform distribution, as PyTorch does.
+    some; with every target ignored the mean is NaN with gradient 0, as in PyTorch) or class probabilities (a
+    floating array of the input's shape). ``weight`` weighs each class; ``label_smoothing`` mixes the target
+    with the uniform distribution, as PyTorch does.
 
     >>> import numpy as np, tapegrad as tg
     >>> logits = tg.Tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 1000.0]])
@@ -321,7 +330,7 @@ def cross_entropy(
         smooth = ops.where(ignored, 0.0, smooth)
         if reduction == "mean":
             kept = ops.where(ignored, 0.0, 1.0 if w is None else Tensor(w)[ops.where(ignored, 0, labels)])
-            smooth = ops.sum(smooth) / ops.sum(kept)
+            smooth = _divide(ops.sum(smooth), ops.sum(kept))
     else:
         ignored = labels == ignore_index
         smooth = ops.where(ignored, 0.0, smooth) if ignored.any() else smooth

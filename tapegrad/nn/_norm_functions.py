@@ -11,8 +11,8 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from .._state import is_traced
 from .._tensor import Tensor
-from ..compile import is_traced
 from ..errors import TracingError
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 import tapegrad.nn.functional as F
 
+from .._state import is_traced
 from .._tensor import Tensor
-from ..compile import is_traced
 from ._norm_functions import set_traced_data
 from .module import Module
 

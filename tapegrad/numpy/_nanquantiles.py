@@ -4,7 +4,8 @@ Each slice has its own count of values that are not NaN, so its own order statis
 virtual index ``(k - 1) q`` of each slice's ``k`` values are read from the sorted values (NaN sorts last) and
 the two elements there gathered with ``take_along_axis``; the result is NumPy's ``method="linear"`` formula
 between them, so the gradient goes to those two elements with weights ``1 - t`` and ``t``, as ``quantile``'s
-does. A slice of NaN only gives NaN, as NumPy's (which warns).
+does. A slice of NaN only gives NaN, as NumPy's (which warns), and its gradient goes to one of them, as
+``quantile``'s of a slice holding NaN does.
 
 >>> import tapegrad as tg, tapegrad.numpy as np
 >>> tg.grad(lambda x: np.nanmedian(x))(np.array([3.0, np.nan, 1.0, 2.0]))
@@ -56,7 +57,7 @@ def _nanquantile(name, a, q, axis, keepdims, method):
         value = ops.where(
             t < 0.5, ops.add(below, ops.multiply(step, t)), ops.subtract(above, ops.multiply(step, 1 - t))
         )
-        out.append(ops.where(k == 0, np.nan, value))
+        out.append(value)  # a slice of NaN only: its first NaN (k = 0, t = 0), which gets the gradient
     result = ops.stack(out) if q.ndim else out[0]
     if keepdims:
         ndim = len(shape(a))

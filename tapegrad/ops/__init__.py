@@ -25,7 +25,7 @@ from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
 from ..registry import NONDIFF, REGISTRY
-from . import (  # noqa: F401  (decompositions, fft, linalg, matrix_functions: registered here, public elsewhere)
+from . import (  # noqa: F401  (the linear-algebra and FFT families: registered here, public elsewhere)
     activations,
     arrange,
     compare,
@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (decompositions, fft, linalg, matrix_functions: r
     creation,
     cumulative,
     decompositions,
+    determinants,
     elementwise,
     fft,
     indexing,
@@ -57,7 +58,7 @@ FAMILIES = (
     activations, arrange, compare, complex_numbers, conv, creation, cumulative, elementwise, indexing, joining,
     linear, math, norm, pool, quantiles, reductions, selection, shape, statistics,
 )  # fmt: skip
-_OTHERS = (decompositions, fft, linalg, matrix_functions)
+_OTHERS = (decompositions, determinants, fft, linalg, matrix_functions)
 
 
 def _public_functions(family) -> dict:

@@ -1,4 +1,5 @@
-"""Results with no gradient: comparisons, argmax/argmin, sign and nonzero. They are never recorded."""
+"""Results with no gradient: comparisons, argmax/argmin and nonzero. They are never recorded (``sign``, a
+constant for real input only, is in ``complex_numbers``)."""
 
 import numpy as np
 
@@ -13,7 +14,6 @@ greater = defnondiff("greater", np.greater, doc="x > y, elementwise (no gradient
 greater_equal = defnondiff("greater_equal", np.greater_equal, doc="x >= y, elementwise (no gradient).")
 equal = defnondiff("equal", np.equal, doc="x == y, elementwise (no gradient).")
 not_equal = defnondiff("not_equal", np.not_equal, doc="x != y, elementwise (no gradient).")
-sign = defnondiff("sign", np.sign, doc="-1, 0 or 1 by the sign of x (its derivative is 0 almost everywhere).")
 _argmax = defnondiff(
     "argmax", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmax(x, axis=axis, keepdims=keepdims)
 )

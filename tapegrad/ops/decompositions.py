@@ -8,20 +8,41 @@ conjugate transposes, and conjugated into tapegrad's (``adjoint_form``).
 
 Where the derivative does not exist
 -----------------------------------
-- **Degenerate eigenvalues or singular values.** The eigenvectors of a repeated eigenvalue are any basis of its
-  eigenspace, so their derivative does not exist; a loss that does not depend on that choice (eigenvalues,
-  projectors onto the eigenspace, |V|^2 summed over it) still has a gradient, and the coupling terms of
-  degenerate pairs, 0/0, are set to 0, which is then exact. eigvalsh and svdvals are exact whatever the
-  degeneracy. When the cotangent shows that the loss does depend on the choice (the antisymmetric coupling of a
-  degenerate pair is not 0), the rule raises ``ValueError`` naming the op, rather than return a number.
+- **Repeated eigenvalues or singular values** (within sqrt(eps) of the largest: closer, a rule dividing by
+  their gap loses more than half its digits). What holds, exactly:
+
+  - A loss of the values alone gets its exact gradient where it is symmetric in the repeated ones (their
+    sum, any spectral function: eigvalsh, svdvals, norms). One that tells them apart (the largest eigenvalue
+    at a tie) has no derivative there; its cotangent is averaged over each group of repeated values, so the
+    gradient is the one that does not depend on the arbitrary basis, as tied maxima share theirs evenly.
+  - The vectors of values that are not repeated are exact.
+  - A loss that reads the vectors of a repeated value raises ``ValueError`` naming the op. Where turning the
+    basis of their space changes the loss, its gradient does not exist. Where it does not (a projector
+    V V^H, a reconstruction V diag(w) V^H or U diag(s) V^H), the gradient exists but is not a function of
+    what the rule receives: the rule's terms for the pair are c_ij (w_j - w_i) / (w_j - w_i) with the
+    numerator 0 at the point, and the limit c_ij depends on how the loss's cotangent changes as the values
+    split (a second derivative of the loss), which a vector-Jacobian rule does not see. At the identity,
+    sum(W * V diag(w) V^H) and sum(W * V diag(w)^2 V^H) give eigh the same cotangents when W's diagonal is 0
+    (gw = 0, gV = 2 W V), and their gradients are W and 2 W: no rule returns both, so tapegrad refuses
+    rather than pick one (PyTorch 2.13 returns NaN at the identity, and at a rotated repeated pair divides
+    rounding by rounding). Values further apart than the tolerance are distinct, and the rule's answer is
+    exact to about eps / gap (relative).
+
+  One case is left that no rule can see: a loss whose cotangent on the vectors happens to be exactly 0 at
+  the point while its gradient through them is not (V diag(w^2 - w) V^H at the identity) gets the gradient
+  of its values alone.
 - **Phases.** Complex eigenvectors and singular vectors are defined up to a phase each (real ones up to a
   sign); a loss that depends on the phase raises the same way. Test gauge-invariant functions (|V|^2, V V^H,
   U diag(s) V^H), as JAX and autograd do.
 - **The extra columns** of ``svd(full_matrices=True)`` (U's beyond min(m, n)) and of ``qr(mode="complete")``
   with more rows than columns are an arbitrary basis of a complement: a nonzero cotangent there raises.
-- **Rank.** svd's vectors of a rectangular (or complex) matrix need nonzero singular values; qr needs full rank.
+- **Rank.** svd's vectors of a rectangular (or complex) matrix need nonzero singular values; qr needs full rank
+  (a zero on R's diagonal raises). Zero means within sqrt(eps) of the largest, as for repeated values.
+- **Defective matrices.** eig's rule solves with the eigenvectors; where two of a repeated eigenvalue are
+  parallel (a Jordan block) it raises, unless the loss reads the eigenvalues alone and all alike (the trace).
 """
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -103,21 +124,41 @@ def _qr(a, complete=False, *, xp=np):
 
 
 # -- checks where the derivative does not exist -------------------------------------------------------------
-def _check_coupling(op, gap, numerator, scale, what):
-    """Raise when a degenerate pair (|gap| <= its tolerance, off the diagonal) meets a nonzero ``numerator``."""
-    gap, numerator, scale = (to_numpy(data_of(a)) for a in (gap, numerator, scale))
-    n = gap.shape[-1]
-    degenerate = (np.abs(gap) <= scale) & ~np.eye(n, dtype=bool)
+_UNDETERMINED = (
+    "even for a loss that does not depend on the choice of basis in their space (a projector, a reconstruction "
+    "such as V diag(w) V^H), the gradient at a repeated value depends on how the vectors' cotangent changes as "
+    "the values split, which a rule does not see (at the identity, V diag(w) V^H and V diag(w)^2 V^H give the "
+    "vectors the same cotangent and have different gradients)"
+)
+
+
+def _check_degenerate(op, degenerate, coupling, gauge, what):
+    """Raise where a degenerate pair (off the diagonal) meets a nonzero ``coupling``: the cotangent of its
+    vectors, given as one or more matrices (V^H gV for eigh and eig, J and K for svd). Where ``gauge`` (the
+    part that turns the pair's basis, None for eig, whose bases are not unitary) is nonzero the loss depends on
+    the basis; elsewhere it reads the vectors of a repeated value, whose gradient the cotangent does not
+    determine (the module docstring)."""
+    degenerate = to_numpy(data_of(degenerate))
+    degenerate = degenerate & ~np.eye(degenerate.shape[-1], dtype=bool)
     if not degenerate.any():
         return
-    size = np.max(np.abs(numerator), initial=0.0)
-    if size and np.any(np.abs(numerator[degenerate]) > np.sqrt(finfo_eps(numerator.dtype)) * size):
+    coupling = [np.abs(to_numpy(data_of(c))) for c in coupling]
+    size = max(np.max(c, initial=0.0) for c in coupling)
+    tol = np.sqrt(finfo_eps(coupling[0].dtype)) * size
+    if not size or not any(np.any(c[degenerate] > tol) for c in coupling):
+        return
+    if gauge is not None and np.any(np.abs(to_numpy(data_of(gauge)))[degenerate] > tol):
         raise ValueError(
-            f"{op}: the matrix has degenerate {what}, and the loss depends on the choice of basis in their "
-            "eigenspace, so its gradient does not exist there. Differentiate a function that does not "
-            "depend on that choice (the values, a projector V V^H, |V|^2 summed over the space), or move "
-            "the values apart"
+            f"{op}: the matrix has repeated {what}, and the loss depends on the choice of basis in their space "
+            "(turning the basis changes it), so its gradient does not exist there. Differentiate the values "
+            f"alone ({'eigvalsh' if op == 'eigh' else 'svdvals' if op == 'svd' else 'eigvals'}), a function of the "
+            "matrix computed without its vectors, or move the values apart"
         )
+    raise ValueError(
+        f"{op}: the matrix has repeated {what}, and the loss reads their vectors, so its gradient is not "
+        f"determined here: {_UNDETERMINED}. Differentiate the values alone, a function of the matrix computed "
+        "without its vectors (the matrix itself, expm, logm), or move the values apart"
+    )
 
 
 def _check_phase(op, im, scale):
@@ -132,10 +173,21 @@ def _check_phase(op, im, scale):
 
 
 def _gap_mask(xp, values, gap):
-    """Pairs whose gap is within rounding of 0 (the diagonal included), and the tolerance used."""
+    """Pairs whose gap is within sqrt(eps) of the largest value (the diagonal included), and that tolerance: a
+    rule dividing by a smaller gap would lose more than half its digits, and values computed for a matrix with
+    a repeated one differ by rounding, which a tolerance of n eps can miss."""
     top = xp.max(xp.absolute(values), axis=-1, keepdims=True)
-    tol = xp.expand_dims(top, -1) * (values.shape[-1] * finfo_eps(values.dtype))
+    tol = xp.expand_dims(top, -1) * math.sqrt(finfo_eps(values.dtype))
     return xp.absolute(gap) <= tol, tol
+
+
+def _shared(xp, g, degenerate):
+    """The values' cotangent ``g`` averaged over each group of repeated values: a loss of the values alone
+    that tells repeated ones apart (the largest eigenvalue at a tie) has no derivative there, and its
+    gradient is then the one that does not depend on the arbitrary basis, as tied maxima share theirs
+    evenly; a loss symmetric in them (their sum, any spectral function) has them equal already."""
+    shares = xp.where(degenerate, xp.expand_dims(g, -2), 0)
+    return xp.sum(shares, axis=-1) / xp.sum(xp.astype(degenerate, g.dtype), axis=-1)
 
 
 def _divide_off_degenerate(xp, numerator, gap, degenerate):
@@ -151,11 +203,11 @@ def _eigh_vjp(xp, g, ans, a, UPLO="L"):
     vhgv = xp.matmul(mH(xp, v), gv)
     skew = (vhgv - mH(xp, vhgv)) * 0.5
     gap = xp.expand_dims(w, -2) - xp.expand_dims(w, -1)  # w_j - w_i
-    degenerate, tol = _gap_mask(xp, w, gap)
-    _check_coupling("eigh", gap, skew, tol, "eigenvalues")
+    degenerate, _ = _gap_mask(xp, w, gap)
+    _check_degenerate("eigh", degenerate, [vhgv], skew, "eigenvalues")
     if is_complex(v):
         _check_phase("eigh", xp.imag(diagonal(xp, vhgv)), vhgv)
-    inner = _divide_off_degenerate(xp, skew, gap, degenerate) + diag_embed(xp, gw, n)
+    inner = _divide_off_degenerate(xp, skew, gap, degenerate) + diag_embed(xp, _shared(xp, gw, degenerate), n)
     G = xp.matmul(xp.matmul(v, inner), mH(xp, v))
     return like(xp, triangle_read(xp, G, lower=UPLO == "L"), a)
 
@@ -173,11 +225,36 @@ def _eig_vjp(xp, g, ans, a):
     r = vhgv - xp.matmul(vh, v) * xp.expand_dims(d, -2)
     wc = xp.conj(w)
     gap = xp.expand_dims(wc, -2) - xp.expand_dims(wc, -1)
-    degenerate, tol = _gap_mask(xp, w, gap)
-    _check_coupling("eig", gap, r, tol, "eigenvalues")
+    degenerate, _ = _gap_mask(xp, w, gap)
+    inner = _divide_off_degenerate(xp, r, gap, degenerate) + diag_embed(xp, _shared(xp, gw, degenerate), n)
+    if _defective(xp, v, degenerate):
+        # V is singular, so V^{-H} inner V^H is out of reach; it is inner itself where inner is a multiple of
+        # the identity and the loss reads no eigenvector (the eigenvalues alone, all alike: the trace)
+        if np.any(to_numpy(data_of(gv)) != 0) or not _scalar_matrix(inner):
+            raise ValueError(
+                "eig: the matrix is defective (a repeated eigenvalue has fewer independent eigenvectors than its "
+                "multiplicity, as in a Jordan block), where its eigenvalues and eigenvectors have no derivative "
+                "(they move as a root of the perturbation); differentiate a function of the matrix itself (its "
+                "trace, det, powers), or move the eigenvalues apart"
+            )
+        return like(xp, inner, a)
+    _check_degenerate("eig", degenerate, [r], None, "eigenvalues")
     _check_phase("eig", xp.imag(diagonal(xp, vhgv)), vhgv)
-    inner = _divide_off_degenerate(xp, r, gap, degenerate) + diag_embed(xp, gw, n)
     return like(xp, solve(vh, xp.matmul(inner, vh)), a)
+
+
+def _defective(xp, v, degenerate) -> bool:
+    """Whether two eigenvectors (unit columns of ``v``) of a repeated eigenvalue are parallel to rounding."""
+    cos = np.abs(to_numpy(data_of(xp.matmul(mH(xp, v), v))))
+    pairs = to_numpy(data_of(degenerate)) & ~np.eye(cos.shape[-1], dtype=bool)
+    return bool(np.any(cos[pairs] > 1 - math.sqrt(finfo_eps(cos.dtype))))
+
+
+def _scalar_matrix(m) -> bool:
+    """Whether each matrix of ``m`` is c I (to rounding: averaged cotangents differ in their last bits)."""
+    m = to_numpy(data_of(m))
+    off = m - np.diagonal(m, axis1=-2, axis2=-1)[..., :1, None] * np.eye(m.shape[-1])
+    return bool(np.all(np.abs(off) <= m.shape[-1] * finfo_eps(m.dtype) * np.max(np.abs(m), initial=0.0)))
 
 
 def _leftover(op, g, what, instead=None):
@@ -205,19 +282,20 @@ def _svd_vjp(xp, g, ans, a, full_matrices=False):
     J, K = xp.matmul(mH(xp, u), gu), xp.matmul(vh, gv)
     sj, si = xp.expand_dims(s, -2), xp.expand_dims(s, -1)
     gap = sj * sj - si * si
-    degenerate, tol = _gap_mask(xp, s * s, gap)
+    degenerate, _ = _gap_mask(xp, s * s, gap)
     numerator = (J - mH(xp, J)) * sj + (K - mH(xp, K)) * si
-    _check_coupling("svd", gap, numerator, tol, "singular values")
-    zero = s == 0
+    _check_degenerate("svd", degenerate, [J, K], (J - mH(xp, J)) + (K - mH(xp, K)), "singular values")
+    # zero to within the tolerance of a repeated value: a rank below min(m, n), where 1 / s is meaningless
+    zero = s <= xp.max(s, axis=-1, keepdims=True) * math.sqrt(finfo_eps(s.dtype))
     if (m != n or is_complex(u)) and np.any(to_numpy(data_of(zero))):
         _leftover(
             "svd",
-            xp.concatenate([gu, mH(xp, gvh)], axis=-2),
+            xp.where(xp.expand_dims(zero, -2), xp.concatenate([gu, mH(xp, gvh)], axis=-2), 0),
             "the singular vectors of a rank-deficient matrix, which are arbitrary where the singular value is 0",
             "differentiate the singular values, or a matrix of full rank",
         )
     sinv = xp.where(zero, 0, 1 / xp.where(zero, 1, s))
-    diag = gs
+    diag = _shared(xp, gs, degenerate)
     if is_complex(u):
         _check_phase("svd", xp.imag(diagonal(xp, J)) + xp.imag(diagonal(xp, K)), J)
         diag = diag + 1j * xp.imag(diagonal(xp, J)) * sinv
@@ -229,6 +307,20 @@ def _svd_vjp(xp, g, ans, a, full_matrices=False):
         gvh_ = mH(xp, gv)
         ga = ga + xp.matmul(u, xp.expand_dims(sinv, -1) * (gvh_ - xp.matmul(xp.matmul(gvh_, v), vh)))
     return like(xp, ga, a)
+
+
+def _check_rank(r, gq, gr):
+    """Raise where R's leading square block has a diagonal entry at 0 (to sqrt(eps) of the largest) and the
+    loss reads Q or R: the rule solves with that block, and past the rank Q's columns are arbitrary."""
+    d = np.abs(np.diagonal(to_numpy(data_of(r)), axis1=-2, axis2=-1))
+    if not np.any(d <= d.max(axis=-1, keepdims=True, initial=0.0) * math.sqrt(finfo_eps(d.dtype))):
+        return
+    if np.any(to_numpy(data_of(gq)) != 0) or np.any(to_numpy(data_of(gr)) != 0):
+        raise ValueError(
+            "qr: the matrix has rank below min(m, n) (R has a 0 on its diagonal, to rounding), where Q and R have "
+            "no derivative (Q's columns past the rank are an arbitrary basis); differentiate a function of a "
+            "matrix of full rank, or use svd or pinv"
+        )
 
 
 def _qr_tall(xp, st, q, r, gq, gr):
@@ -249,6 +341,7 @@ def _qr_vjp(xp, g, ans, a, complete=False):
     if complete and m > n:
         _leftover("qr", gq[..., :, n:], "the columns of Q beyond n, an arbitrary basis of a complement")
         q, gq, r, gr = q[..., :, :n], gq[..., :, :n], r[..., :n, :], gr[..., :n, :]
+    _check_rank(r, gq, gr)
     if m >= n:
         return like(xp, _qr_tall(xp, st, q, r, gq, gr), a)
     # wide: a = [X | Y] with X = Q B square and Y = Q D, D = Q^H Y
@@ -272,7 +365,9 @@ def eigh(a, UPLO="L"):
     """Eigenvalues (ascending, real) and orthonormal eigenvectors of each Hermitian matrix, as NumPy's
     EighResult. Only the ``UPLO`` triangle ('L' or 'U') is read, and the gradient is that of the function NumPy
     computes (see ``cholesky``). Eigenvectors are defined up to sign (phase): differentiate functions that do
-    not depend on it. At degenerate eigenvalues, see this module's docstring.
+    not depend on it. At repeated eigenvalues the values and the vectors of the values that are not repeated
+    are exact, and a loss that reads the vectors of a repeated one raises ValueError: its gradient there is not
+    determined by what the rule sees, even when it does not depend on the basis (this module's docstring).
 
     >>> import tapegrad as tg
     >>> from tapegrad import linalg as la
@@ -288,8 +383,9 @@ def eigh(a, UPLO="L"):
 
 
 def eigvalsh(a, UPLO="L"):
-    """The eigenvalues of each Hermitian matrix, ascending; the gradient V diag(g) V^H is exact even where
-    eigenvalues repeat.
+    """The eigenvalues of each Hermitian matrix, ascending; the gradient V diag(g) V^H is exact where
+    eigenvalues repeat for a loss symmetric in them (their sum); one that tells them apart has no derivative
+    there, and gets the cotangent shared evenly over them (as tied maxima do).
 
     >>> import tapegrad as tg
     >>> from tapegrad import linalg as la
@@ -329,7 +425,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """Singular value decomposition a = U diag(S) Vh of each matrix, as NumPy's SVDResult (S descending and
     real); ``compute_uv=False`` gives S alone (``svdvals``). With ``full_matrices=True`` (NumPy's default) U and
     Vh are square, and their columns (rows) beyond min(m, n) get no gradient (a nonzero cotangent there raises).
-    ``hermitian`` is accepted for NumPy's signature; the decomposition is the general one either way.
+    At repeated singular values, S and the vectors of the values that are not repeated are exact, and a loss
+    that reads the vectors of a repeated one raises ValueError, even U diag(S) Vh: its gradient there is not
+    determined by what the rule sees (this module's docstring). ``hermitian`` is accepted for NumPy's signature;
+    the decomposition is the general one either way.
 
     >>> import tapegrad as tg
     >>> from tapegrad import linalg as la
@@ -345,8 +444,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 
 def svdvals(a):
-    """The singular values of each matrix, descending; the gradient U diag(g) V^H is exact even where they
-    repeat.
+    """The singular values of each matrix, descending; the gradient U diag(g) V^H is exact where they repeat
+    for a loss symmetric in them (the nuclear norm); one that tells them apart gets the cotangent shared evenly.
 
     >>> import tapegrad as tg
     >>> from tapegrad import linalg as la

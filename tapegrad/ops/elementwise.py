@@ -42,8 +42,12 @@ def _cast(x, dtype, *, xp=None):
     return x.astype(dtype) if xp is None else xp.astype(x, dtype)
 
 
-def _maximum_vjp(xp, g, x, y):
-    return xp.where(x > y, g, xp.where(x == y, g * 0.5, 0))  # a tie shares the gradient evenly
+def _maximum_vjp(xp, g, mine, other, first, larger):
+    # the share of input ``mine`` in the gradient of maximum (larger=True) or minimum; a tie shares it evenly.
+    # A NaN propagates, so the gradient goes to the NaN input; to the first when both are (NumPy returns it)
+    wins = (mine > other) if larger else (mine < other)
+    nan = (mine != mine) if first else xp.logical_and(mine != mine, other == other)
+    return xp.where(xp.logical_or(wins, nan), g, xp.where(mine == other, g * 0.5, 0))
 
 
 def _absolute_vjp(xp, g, ans, x):
@@ -93,13 +97,13 @@ divide = defop("divide", np.divide,
 power = defop("power", np.power, _power_vjp_x, _power_vjp_y,
               save="x y ans", broadcast=True, doc="x ** y, broadcasting; y may be a tensor.\n\n>>> import tapegrad as tg\n>>> tg.power(tg.Tensor([2.0, 3.0]), 2)\nTensor([4., 9.])")
 maximum = defop("maximum", np.maximum,
-                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y),
-                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x),
-                save="x y", broadcast=True, doc="Elementwise maximum; at a tie each input gets half the gradient.\n\n>>> import tapegrad as tg\n>>> tg.maximum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([2., 5.])")
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y, True, True),
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x, False, True),
+                save="x y", broadcast=True, doc="Elementwise maximum; at a tie each input gets half the gradient, and a NaN input (the value returned)\ngets all of it.\n\n>>> import tapegrad as tg\n>>> tg.maximum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([2., 5.])")
 minimum = defop("minimum", np.minimum,
-                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x),
-                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y),
-                save="x y", broadcast=True, doc="Elementwise minimum; at a tie each input gets half the gradient.\n\n>>> import tapegrad as tg\n>>> tg.minimum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([1., 2.])")
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, x, y, True, False),
+                lambda xp, g, ans, x, y: _maximum_vjp(xp, g, y, x, False, False),
+                save="x y", broadcast=True, doc="Elementwise minimum; at a tie each input gets half the gradient, and a NaN input (the value returned)\ngets all of it.\n\n>>> import tapegrad as tg\n>>> tg.minimum(tg.Tensor([1.0, 5.0]), 2.0)\nTensor([1., 2.])")
 where = defop("where", np.where,
               None,
               lambda xp, g, ans, cond, x, y: xp.where(cond, g, 0),
@@ -128,7 +132,8 @@ tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="a
 sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
                 elementwise=True, method=True, real_only="np.logaddexp has no complex loop",
                 doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
-relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.masked(ans > 0, g), save="ans",
+# relu's mask: where max(x, 0) is x; 0 at 0, and g at a NaN x, which is the value returned (as maximum's rule)
+relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.masked(ans != 0, g), save="ans",
              elementwise=True, method=True,
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",

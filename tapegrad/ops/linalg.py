@@ -1,21 +1,21 @@
-"""Linear algebra ops: matrix products, solves, inverses, determinants, Cholesky, norms, pseudo-inverses.
+"""Linear algebra ops: matrix products, solves, inverses, Cholesky, norms, pseudo-inverses (determinants are in
+``determinants``, the decompositions in ``decompositions``).
 
 Every op takes stacked (batched) matrices in its last two axes, with NumPy's broadcasting of the batch axes;
 the rules compute in the output's batch shape and the replay sums broadcast batch axes back (``unbroadcast``).
 The rules are tapegrad's convention for complex numbers (``docs/guide/complex.md``): the transposes of the
-holomorphic ops (``inv``, ``solve``, ``det``, ``matmul``) have no conjugation; the others (``cholesky``,
+holomorphic ops (``inv``, ``solve``, ``matmul``) have no conjugation; the others (``cholesky``,
 ``pinv``) are written with conjugate transposes, PyTorch's adjoint convention, and conjugated once
 (``adjoint_form``). A real input that meets complex values gets the real part of its gradient.
 
 Rules call other ops through :func:`~tapegrad.ops._rules.in_rule`, so second derivatives run through those ops'
-own rules; no rule forms an inverse that a solve can replace (``det``'s gradient *is* the inverse).
+own rules; no rule forms an inverse that a solve can replace.
 
 The matrix product's rules promote 1-D operands the way ``np.matmul`` does, compute in the output's batch shape,
 and leave summing over broadcast batch dimensions to the replay's ``unbroadcast``.
 """
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
@@ -25,7 +25,6 @@ from ._axes import kept_shape, normalize_axes
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
 from ._rules import in_rule
-from .complex_numbers import real
 
 
 def _matmul_vjp_x(xp, g, ans, x, y):
@@ -60,9 +59,6 @@ matmul = defop(
 )
 
 
-SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
-
-
 def shape_of(a) -> tuple:
     return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
 
@@ -87,16 +83,6 @@ def _solve(a, b, *, xp=np):
 
 def _inv(a, *, xp=np):
     return native(xp, xp.linalg.inv(a))
-
-
-def _det(a, *, xp=np):
-    return native(xp, xp.linalg.det(a))
-
-
-def _slogdet(a, *, xp=np):
-    sign, logabsdet = xp.linalg.slogdet(a)
-    sign, logabsdet = native(xp, sign), native(xp, logabsdet)
-    return xp.stack([sign, xp.astype(logabsdet, sign.dtype)], axis=-1)  # packed: (..., 2)
 
 
 def _cholesky(a, upper=False, *, xp=np):
@@ -157,23 +143,6 @@ def _inv_vjp(xp, g, ans, a):
     return like(xp, -xp.matmul(xp.matmul(at, g), at), a)
 
 
-def _det_vjp(xp, g, ans, a):
-    inv = in_rule(xp, _inv_op)
-    scale = xp.expand_dims(xp.expand_dims(g * ans, -1), -1)
-    return like(xp, scale * mT(xp, inv(a)), a)
-
-
-def _slogdet_vjp(xp, g, ans, a):
-    # log det A = logabsdet + i theta is holomorphic with derivative A^{-T}; sign = e^{i theta}
-    inv = in_rule(xp, _inv_op)
-    glog = real_if_complex(xp, g[..., 1])
-    if is_complex(ans):
-        c = glog + 1j * xp.imag(g[..., 0] * ans[..., 0])
-    else:
-        c = glog
-    return like(xp, xp.expand_dims(xp.expand_dims(c, -1), -1) * mT(xp, inv(a)), a)
-
-
 def _solve_triangular_vjp(xp, g, ans, a, b, lower=False, trans=0, unit_diagonal=False):
     st = in_rule(xp, _solve_triangular_op)
     kw = {"lower": lower, "unit_diagonal": unit_diagonal}
@@ -230,8 +199,8 @@ def _vector_norm_vjp(xp, g, ans, x, axis=None, keepdims=False, ord=2):
     ax = xp.absolute(x)
     if ord == 1:
         return g * _sign_of(xp, x, ax)
-    if ord in (math.inf, -math.inf):  # the extreme element(s), ties sharing the gradient evenly
-        at = ax == n
+    if ord in (math.inf, -math.inf):  # the extreme element(s), ties sharing the gradient evenly, or the NaNs
+        at = xp.logical_or(ax == n, ax != ax)
         ties = xp.sum(xp.astype(at, ax.dtype), axis=axis, keepdims=True)
         return xp.where(at, g / ties, 0) * _sign_of(xp, x, ax)
     # a p-norm: (|x| / n)^(p - 1) sign(x); 0 where x or the norm is 0
@@ -262,8 +231,6 @@ _DASK = {"dask": dask.LINALG}
 _solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True,
                   refuses=_DASK)
 _inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK)
-_det_op = defop("det", _det, _det_vjp, save="x ans", refuses=_DASK)
-_slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", refuses=_DASK)
 _cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK)
 _solve_triangular_op = defop("solve_triangular", _solve_triangular, _solve_triangular_vjp, joint=True,
                              inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK)
@@ -305,34 +272,6 @@ def inv(a):
     """
     check_matrices(a, "inv")
     return _inv_op(a)
-
-
-def det(a):
-    """The determinant of each square matrix; its gradient is det(a) inv(a)^T (so it needs an invertible a).
-
-    >>> import tapegrad as tg
-    >>> from tapegrad import linalg as la
-    >>> la.det(tg.Tensor([[2.0, 1.0], [1.0, 3.0]]))
-    Tensor(5.)
-    """
-    check_matrices(a, "det")
-    return _det_op(a)
-
-
-def slogdet(a):
-    """(sign, logabsdet) of each square matrix, det = sign * exp(logabsdet), as NumPy's SlogdetResult. For a
-    real a the sign is piecewise constant (gradient 0); for a complex a it is det / |det|, differentiable.
-
-    >>> import tapegrad as tg
-    >>> from tapegrad import linalg as la
-    >>> sign, logdet = la.slogdet(tg.Tensor([[2.0, 0.0], [0.0, 3.0]]))
-    >>> float(sign), round(float(logdet), 6)
-    (1.0, 1.791759)
-    """
-    check_matrices(a, "slogdet")
-    packed = _slogdet_op(a)
-    logabsdet = packed[..., 1]
-    return SlogdetResult(packed[..., 0], real(logabsdet) if is_complex(packed) else logabsdet)
 
 
 def cholesky(a, upper=False):

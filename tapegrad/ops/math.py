@@ -22,6 +22,7 @@ import numpy as np
 
 from ..registry import defnondiff, defop
 from ._names import forward
+from .elementwise import _absolute_vjp
 
 LN2, LN10 = math.log(2.0), math.log(10.0)
 _DEG = math.pi / 180.0
@@ -150,7 +151,7 @@ deg2rad = defop("deg2rad", forward(np.deg2rad, lambda xp, x: x * _DEG), lambda x
                 doc=_ex("tg.deg2rad(tg.Tensor([180.0]))", "Tensor([3.14159265])", "Degrees to radians."))
 rad2deg = defop("rad2deg", forward(np.rad2deg, lambda xp, x: x / _DEG), lambda xp, g, ans, x: g / _DEG,
                 doc=_ex("tg.rad2deg(tg.Tensor([3.141592653589793]))", "Tensor([180.])", "Radians to degrees."))
-fabs = defop("fabs", forward(np.fabs, "abs"), lambda xp, g, ans, x: g * xp.sign(x), save="x",
+fabs = defop("fabs", forward(np.fabs, "abs"), _absolute_vjp, save="x",
              doc=_ex("tg.fabs(tg.Tensor([-2.0]))", "Tensor([2.])", "|x| for real x (gradient 0 at 0)."))
 positive = defop("positive", np.positive, lambda xp, g, ans, x: g,
                  doc=_ex("tg.positive(tg.Tensor([-2.0]))", "Tensor([-2.])", "+x, a copy."))

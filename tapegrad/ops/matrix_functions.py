@@ -7,18 +7,21 @@ L_f(A^T, .): the rule of f is f itself on a matrix twice the size, so second der
 rule. This is as stable as f itself: SciPy's scaling-and-squaring Pade expm, and its inverse scaling and
 squaring logm (whose error estimate on the doubled matrix SciPy reports as a warning when it is poor).
 
-Left out: sqrtm, funm and the other matrix functions; these two need SciPy (without it they raise
+logm's rule raises at a singular matrix, where log has no derivative. Left out: sqrtm, funm and the other
+matrix functions; these two need SciPy (without it they raise
 ``NotImplementedError`` naming the op), and run on NumPy arrays only.
 """
 
+import math
+
 import numpy as np
 
-from ..backend import MissingFunction
+from ..backend import MissingFunction, to_numpy
 from ..backend import dask_array as dask
 from ..registry import defop
-from ._complex import like
+from ._complex import finfo_eps, like
 from ._matrix import is_numpy, mT, scipy_linalg
-from ._rules import in_rule
+from ._rules import data, in_rule
 from .linalg import check_matrices
 
 
@@ -59,11 +62,21 @@ def _frechet_vjp(xp, f, g, a):
     return like(xp, f(xp.concatenate([top, bottom], axis=-2))[..., :n, n:], a)
 
 
+def _logm_vjp(xp, g, ans, a):
+    # log has no derivative at 0: a singular matrix (to sqrt(eps) of its norm) has no logm to differentiate
+    s = np.linalg.svd(to_numpy(data(a)), compute_uv=False)
+    if np.any(s[..., -1] <= s[..., 0] * math.sqrt(finfo_eps(s.dtype))):
+        raise ValueError(
+            "logm: the matrix is singular (an eigenvalue is 0, where log has no derivative, and logm's value "
+            "there is not finite); keep the matrix invertible (add a multiple of the identity)"
+        )
+    return _frechet_vjp(xp, in_rule(xp, _logm_op), g, a)
+
+
 # fmt: off
 _expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x",
                  refuses={"dask": dask.LINALG})
-_logm_op = defop("logm", _logm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _logm_op), g, a), save="x",
-                 refuses={"dask": dask.LINALG})
+_logm_op = defop("logm", _logm, _logm_vjp, save="x", refuses={"dask": dask.LINALG})
 # fmt: on
 
 

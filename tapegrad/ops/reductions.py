@@ -1,7 +1,7 @@
 """Reductions with ``axis`` (int, tuple, negative, None) and ``keepdims``; softmax and log_softmax.
 
 Each rule first restores the reduced axes of ``g`` (``_kept``), then broadcasts against the input. Ties in
-max/min share the gradient evenly. logsumexp, softmax and log_softmax subtract the maximum first, so they are
+max/min share the gradient evenly; over a slice holding NaN the result is NaN and its NaN elements share it. logsumexp, softmax and log_softmax subtract the maximum first, so they are
 stable for large inputs.
 """
 
@@ -33,7 +33,9 @@ def _var_vjp(xp, g, ans, x, axis=None, ddof=0, keepdims=False):
 
 
 def _extreme_vjp(xp, g, ans, x, axis=None, keepdims=False):
-    at_extreme = x == _kept(xp, ans, x.shape, axis, keepdims)
+    # the elements equal to the result share its gradient; a slice holding NaN has the result NaN (NumPy's max
+    # propagates it), equal to nothing, so there the NaN elements share it (as PyTorch's max)
+    at_extreme = xp.logical_or(x == _kept(xp, ans, x.shape, axis, keepdims), x != x)
     ties = xp.sum(xp.astype(at_extreme, x.dtype), axis=axis, keepdims=True)
     return xp.where(at_extreme, _kept(xp, g, x.shape, axis, keepdims) / ties, 0)
 
@@ -117,7 +119,8 @@ def var(x, axis=None, ddof=0, keepdims=False):
 
 
 def max(x, axis=None, keepdims=False):
-    """Maximum over ``axis``; tied maxima share the gradient evenly.
+    """Maximum over ``axis``; tied maxima share the gradient evenly. A slice holding NaN has the maximum NaN
+    (as NumPy's), and its gradient goes to the NaN elements (as PyTorch's).
 
     >>> import tapegrad as tg
     >>> tg.max(tg.Tensor([1.0, 3.0, 2.0]))
@@ -127,7 +130,7 @@ def max(x, axis=None, keepdims=False):
 
 
 def min(x, axis=None, keepdims=False):
-    """Minimum over ``axis``; tied minima share the gradient evenly.
+    """Minimum over ``axis``; tied minima share the gradient evenly (a slice holding NaN: see ``max``).
 
     >>> import tapegrad as tg
     >>> tg.min(tg.Tensor([1.0, 3.0, 2.0]))

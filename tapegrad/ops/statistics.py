@@ -7,7 +7,8 @@ own: each is written with ops that have one, so gradients of every order follow.
   ``amax``/``amin`` are ``max``/``min`` (tied extremes share the gradient).
 - ``nansum``, ``nanmean``, ``nanvar``, ``nanstd``, ``nanprod``, ``nanmax``, ``nanmin``: NaN entries are
   replaced with a ``where`` (0, 1 or -inf/+inf), so they get gradient 0; a slice of NaN only gives NaN for
-  max/min (as NumPy, which also warns) and a NaN mean (0/0).
+  max/min (as NumPy, which also warns), its NaN elements sharing the gradient as ``max``'s do, and a NaN mean
+  (0/0).
 - ``median``, ``percentile`` and ``quantile`` live in ``quantiles.py``.
 - ``all``, ``any`` and ``count_nonzero`` have no gradient.
 """
@@ -22,7 +23,7 @@ from ._axes import count, normalize_axes
 from .creation import full_like
 from .cumulative import prod
 from .elementwise import astype, divide, multiply, sqrt, subtract, where
-from .math import isnan, logical_not
+from .math import isnan, logical_and, logical_not
 from .reductions import max, min, sum, var
 from .shape import broadcast_to, reshape
 
@@ -183,8 +184,9 @@ def nanprod(a, axis=None, keepdims=False):
 def _nan_extreme(a, axis, keepdims, fill, reduce, op):
     axes = normalize_axes(a, axis, op)
     missing = isnan(a)
-    out = reduce(where(missing, fill, a), axis=axes, keepdims=keepdims)
-    return where(all(missing, axis=axes, keepdims=keepdims), math.nan, out)
+    # a slice of NaN only keeps them: its extreme is NaN, as NumPy's, with the gradient going to them (max's rule)
+    skipped = logical_and(missing, logical_not(all(missing, axis=axes, keepdims=True)))
+    return reduce(where(skipped, fill, a), axis=axes, keepdims=keepdims)
 
 
 def nanmax(a, axis=None, keepdims=False):

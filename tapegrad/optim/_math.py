@@ -23,10 +23,10 @@ from ..registry import defnondiff
 # the eager step computes it with an int (NumPy's power of an integral exponent rounds differently at times).
 _scalar_power = defnondiff("scalar_power", lambda exponent, *, base: np.asarray(base ** exponent.item()))
 
-__all__ = ["sqrt", "maximum", "absolute", "copy", "like", "power", "is_traced"]
+__all__ = ["sqrt", "maximum", "absolute", "copy", "like", "power", "any_tensor"]
 
 
-def is_traced(*xs) -> bool:
+def any_tensor(*xs) -> bool:
     return any(isinstance(x, Tensor) for x in xs)
 
 
@@ -39,7 +39,7 @@ def sqrt(x):
 
 
 def maximum(a, b):
-    return ops.maximum(a, b) if is_traced(a, b) else np.maximum(a, b)
+    return ops.maximum(a, b) if any_tensor(a, b) else np.maximum(a, b)
 
 
 def absolute(x):
