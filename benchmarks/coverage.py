@@ -45,7 +45,6 @@ MODULES = {"": "numpy", "linalg.": "numpy.linalg", "fft.": "numpy.fft"}
 
 # Why a function autograd or JAX differentiates is missing from tapegrad (the command fails on one without).
 REASONS = {
-    "i0": "its derivative is the Bessel function I1, which NumPy lacks (SciPy's `special.i1`): a `tg.custom_op`",
     "polydiv": "not yet: long division, a loop of `polysub` and `polymul`",
     "roots": "the eigenvalues of the companion matrix: `np.linalg.eigvals` of it (complex)",
     "fill_diagonal": "in place (JAX's takes `inplace=False`): `x + np.diag(v - np.diagonal(x))`",

@@ -13,7 +13,6 @@ writes nothing but a temporary copy of the baseline, removed at the end.
 
 import argparse
 import pathlib
-import shutil
 import statistics
 import sys
 import tempfile
@@ -21,7 +20,10 @@ import time
 
 import numpy as np
 
-import tapegrad
+if __name__ == "__main__" and not __package__:  # run as a script: make the `benchmarks` package importable
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import tapegrad  # noqa: E402
+from benchmarks.overhead import import_renamed  # noqa: E402
 
 
 def chain(tg, backward):
@@ -64,12 +66,10 @@ def main(argv=None):
         parser.error(f"--baseline {args.baseline}: no tapegrad/ package there (see the commands above to make one)")
     if args.rounds < 2:
         parser.error("--rounds: at least 2, for the deciles")
+    package = pathlib.Path(args.baseline) / "tapegrad"
     with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(pathlib.Path(args.baseline) / "tapegrad", pathlib.Path(tmp) / "tapegrad_base")
-        sys.path.insert(0, tmp)
-        import tapegrad_base
-
-        run(tapegrad_base, args.rounds)
+        sources = {p.relative_to(package): p.read_bytes() for p in package.rglob("*.py")}
+        run(import_renamed(sources, pathlib.Path(tmp), "tapegrad_base"), args.rounds)
 
 
 def run(tapegrad_base, rounds: int) -> None:

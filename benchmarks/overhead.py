@@ -50,17 +50,26 @@ WORKLOADS = ("chain", "fanout", "mlp64", "mlp32", "chain-after-hook", "value_and
 
 def load_ref(ref: str, where: pathlib.Path):
     """Import the ``tapegrad`` package of git ``ref`` as a module named ``tapegrad_<ref>``."""
-    name = "tapegrad_" + "".join(c if c.isalnum() else "_" for c in ref)
     files = subprocess.run(
         ["git", "ls-tree", "-r", "--name-only", ref, "tapegrad"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    for f in files:
-        if not f.endswith(".py"):
-            continue
-        target = where / name / pathlib.Path(f).relative_to("tapegrad")
+    sources = {
+        pathlib.Path(f).relative_to("tapegrad"): subprocess.run(
+            ["git", "show", f"{ref}:{f}"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        for f in files
+        if f.endswith(".py")
+    }
+    return import_renamed(sources, where, "tapegrad_" + "".join(c if c.isalnum() else "_" for c in ref))
+
+
+def import_renamed(sources: dict, where: pathlib.Path, name: str):
+    """Write a ``tapegrad`` package's modules (relative path -> source bytes) under ``where`` as package ``name``
+    and import it, beside this tree's ``tapegrad``: its absolute imports of itself (``import tapegrad.ops as
+    ops``) are rewritten to load its own modules, not this tree's."""
+    for path, source in sources.items():
+        target = where / name / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        source = subprocess.run(["git", "show", f"{ref}:{f}"], cwd=ROOT, capture_output=True, check=True).stdout
-        # absolute imports of the package (import tapegrad.ops as ops) must load the ref's modules, not this tree's
         target.write_bytes(re.sub(rb"^(\s*(?:import|from) )tapegrad\b", rb"\1" + name.encode(), source, flags=re.M))
     sys.path.insert(0, str(where))
     return importlib.import_module(name)

@@ -147,7 +147,7 @@ def compile_costs(s, clock, repeats: int = 7) -> list[str]:
         lines.append(
             f"- MLP step, {np.dtype(dtype).name}: first call {np.median(first_s) * 1e3:.1f} ms = trace "
             f"{np.median(trace_s) * 1e3:.1f} ms (the step run once, recorded: {info['traced_ops']} ops) + plan and "
-            f"generate {np.median(build_s) * 1e3:.1f} ms ({len(step.programs[0].graph.nodes)} calls)"
+            f"generate {np.median(build_s) * 1e3:.1f} ms ({len(step.programs[0].graph.steps)} calls)"
         )
 
     def per_call(f, n=20000):

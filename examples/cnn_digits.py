@@ -211,7 +211,7 @@ def _train(args) -> dict:
             f"{batch_bytes / 1e3:.1f} kB); freed by backward()")  # fmt: skip
     else:
         program = step.program
-        entries, saved = len(program.graph.nodes), program.kept_bytes
+        entries, saved = len(program.graph.steps), program.kept_bytes
         say(f"one step's program: {entries} calls, keeping {saved / 1e6:.2f} MB between calls (planned buffers "
             f"and constants)")  # fmt: skip
     how = "compiled (tg.compile)" if step is not None else "eager"

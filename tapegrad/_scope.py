@@ -21,7 +21,7 @@ from .tape import Tape, record
 
 # A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
 # of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.
-_enter = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False)
+functional_input = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False, view=True)
 
 
 class Scope:
@@ -88,7 +88,7 @@ def check_argnums(nums, n, what, name="argnums", takes=None) -> tuple:
 
 def _as_tensor(leaf, what, nested):
     """What ``f`` gets for one differentiated leaf: a value of the transform's tape. Inside an outer recording
-    (``nested``), a tensor the outer tapes can differentiate goes through ``_enter``, so it stays connected to
+    (``nested``), a tensor the outer tapes can differentiate goes through ``functional_input``, so it stays connected to
     them; anything else becomes a new leaf on the same data, one per occurrence, so that the same tensor passed
     twice gets two gradients and the caller's tensor is left as it was."""
     if isinstance(leaf, Tensor):
@@ -98,7 +98,7 @@ def _as_tensor(leaf, what, nested):
                 "pass floating-point data, e.g. x.astype(np.float64)"
             )
         if nested and (leaf._node is not None or leaf.requires_grad):
-            return _enter(leaf)
+            return functional_input(leaf)
         data = leaf._data
     else:
         data = np.asarray(leaf)

@@ -1,8 +1,10 @@
-"""The op registry: one table mapping each op's name to its forward and its vector-Jacobian rules.
+"""The op registry: every op is one :class:`Op`, made by one :func:`defop` row, and every fact about it is on it.
 
 Every differentiable op is one call to :func:`defop`; the test suite reads the same table (``REGISTRY``), so
 a new op cannot slip in untested. Non-differentiable ops (comparisons, argmax) go through :func:`defnondiff`
-and are listed in ``NONDIFF``.
+and are listed in ``NONDIFF``. Every other table of the package is keyed by the ``Op`` object or derived from
+its facts (JAX's ``Primitive``), never by its name: the public functions and NumPy's names (``tapegrad.ops``,
+``tapegrad.numpy``), the Tensor methods, what a backend refuses, the compiler's kernels, the test table's flags.
 
 The rule signature, shared by every op::
 
@@ -23,6 +25,9 @@ calls :func:`tapegrad._shapes.unbroadcast` for ops registered with ``broadcast=T
 from __future__ import annotations
 
 import functools
+import sys
+
+import numpy as np
 
 from .core.record import apply_nondiff, function_of
 
@@ -46,11 +51,39 @@ class _PerArgument:
         return functools.partial(self.rule, argnum=i)
 
 
-class Op:
-    """One registered op: its name, forward, per-input rules and what the tape saves for them.
+def _no_gradient(xp, g, ans, *inputs, **params):
+    """The rule of an input declared without one (``None``): it gets no gradient."""
+    return None
 
-    ``save`` is a tuple with one flag per input (0 nothing, 1 the array, 2 its :class:`Shape`), ``True`` when
-    every input is saved as an array, or ``None`` when none is. ``variadic`` ops save the same flag for all.
+
+class Op:
+    """One op: its name, forward and per-input rules, what the tape saves for them, and what every other table
+    of the package reads of it.
+
+    What the tape reads (``apply`` and the replay, on the hot path): ``forward``, ``vjps``, ``save`` (one flag
+    per input: 0 nothing, 1 the array, 2 its :class:`Shape`; ``True`` when every input is saved as an array,
+    ``None`` when none is; ``variadic`` ops save the same flag for all), ``save_ans``, ``broadcast`` (its inputs
+    broadcast against each other), ``variadic``, ``arity``, ``joint``.
+
+    What the rest reads, declared in the row or derived from it:
+
+    - ``differentiable``: per input, whether it has a rule (``where``'s condition has none); ``()`` for an op
+      with no gradient (``defnondiff``).
+    - ``numpy``: the NumPy function the forward is on NumPy arrays (a ufunc such as ``np.exp``, or the function
+      a :func:`tapegrad.ops._names.forward` wraps), or None.
+    - ``elementwise``: each output element depends on the input elements at its position only (after
+      broadcasting); derived for a ufunc, declared for any other forward.
+    - ``view``: the output may share memory with an input (``reshape``, indexing, ``diagonal``); any other op
+      returns an array of its own (``fresh``), which the compiler's memory plan relies on and the op table's
+      tests check.
+    - ``refuses``: backend name -> ``(why, when)``, the libraries that cannot run it (``when(params)`` says for
+      which parameters; None: for all); ``Backend.forward`` raises ``NotImplementedError`` with the reason.
+    - ``real_only``: why the op takes real input only (None: it takes complex input too); derived for a ufunc
+      with no complex loop, declared for any other forward.
+    - ``method``: a Tensor method of the same name as its public function, where NumPy's ndarray has none
+      (``x.exp()``); a function named as an ndarray method is one without saying so.
+    - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
+      as ``tg.sum``), ``module``: where its row is.
     """
 
     __slots__ = (
@@ -63,11 +96,39 @@ class Op:
         "variadic",
         "arity",
         "nosave",
-        "doc",
         "joint",
+        "doc",
+        "differentiable",
+        "numpy",
+        "elementwise",
+        "view",
+        "refuses",
+        "real_only",
+        "method",
+        "function",
+        "module",
     )
 
-    def __init__(self, name, forward, vjps, save, save_ans, broadcast, variadic, arity, doc, joint=False):
+    def __init__(
+        self,
+        name,
+        forward,
+        vjps=(),
+        save=None,
+        save_ans=False,
+        broadcast=False,
+        variadic=False,
+        arity=0,
+        doc=None,
+        joint=False,
+        *,
+        elementwise=None,
+        view=False,
+        refuses=None,
+        real_only=None,
+        method=False,
+        module=None,
+    ):
         self.name = name
         self.forward = forward
         self.vjps = vjps
@@ -79,9 +140,46 @@ class Op:
         self.nosave = (None,) * arity if arity else None
         self.doc = doc
         self.joint = joint
+        if joint or variadic:
+            self.differentiable = (True,) * max(arity, 1)
+        else:
+            self.differentiable = tuple(rule is not None for rule in vjps)
+        self.numpy = numpy_function_of(forward)
+        if elementwise is None:
+            elementwise = isinstance(self.numpy, np.ufunc) and self.numpy.signature is None
+        self.elementwise = elementwise
+        self.view = view
+        self.refuses = {k: (v, None) if isinstance(v, str) else v for k, v in (refuses or {}).items()}
+        if real_only is None and isinstance(self.numpy, np.ufunc) and not any("D" in t for t in self.numpy.types):
+            real_only = "NumPy's ufunc has no complex loop"
+        self.real_only = real_only
+        self.method = method
+        self.function = None
+        self.module = module
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the output always has memory of its own (never a view of an input)."""
+        return not self.view
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
+
+
+def numpy_function_of(forward):
+    """The NumPy function ``forward`` is on NumPy arrays (itself, or the one it wraps), or None.
+
+    >>> import numpy as np
+    >>> numpy_function_of(np.exp) is np.exp, numpy_function_of(lambda x: x ** 3)
+    (True, None)
+    """
+    wrapped = getattr(forward, "numpy", None)
+    if wrapped is not None:
+        return wrapped
+    if isinstance(forward, np.ufunc):
+        return forward
+    name = getattr(forward, "__name__", "")
+    return forward if name and getattr(np, name, None) is forward else None
 
 
 def _parse_save(save, names, variadic):
@@ -104,7 +202,26 @@ def _parse_save(save, names, variadic):
     return tuple(flags), save_ans
 
 
-def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None, register=True, joint=False):
+def _caller_module() -> str | None:
+    return sys._getframe(2).f_globals.get("__name__")
+
+
+def defop(
+    name,
+    forward,
+    *vjps,
+    save=(),
+    inputs=None,
+    broadcast=False,
+    doc=None,
+    register=True,
+    joint=False,
+    elementwise=None,
+    view=False,
+    refuses=None,
+    real_only=None,
+    method=False,
+):
     """Register a differentiable op and return its public function.
 
     ``forward(*arrays, **params)`` computes the value; ``vjps`` holds one rule per input (``None`` for an input
@@ -112,6 +229,8 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
     ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
+    ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
+    (see :class:`Op`); a ufunc forward needs none of them.
 
     On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
     function (``np.exp``) is replaced by that library's function of the same name, a forward with a
@@ -141,30 +260,41 @@ def defop(name, forward, *vjps, save=(), inputs=None, broadcast=False, doc=None,
         names = tuple(inputs) if inputs is not None else _INPUT_NAMES[: len(vjps)]
         if len(names) != len(vjps):
             raise ValueError(f"defop {name!r}: {len(names)} inputs but {len(vjps)} rules")
-        arity, rules = len(names), tuple(vjps)
+        arity, rules = len(names), tuple(_no_gradient if rule is None else rule for rule in vjps)
     flags, save_ans = _parse_save(save, names, variadic)
-    op = Op(name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint)
+    module = _caller_module()
+    op = Op(
+        name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
+        elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
+    )  # fmt: skip
+    if not (joint or variadic):
+        op.differentiable = tuple(rule is not None for rule in vjps)
     if register:
         if name in REGISTRY or name in NONDIFF:
             raise ValueError(f"defop: an op named {name!r} is already registered")
         REGISTRY[name] = op
 
-    fn = function_of(op)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    fn.op = op
-    return fn
+    return _public(function_of(op), op, name, doc, module)
 
 
-def defnondiff(name, forward, doc=None):
+def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False):
     """Register an op whose result has no gradient (comparisons, argmax): it is never recorded."""
-    op = Op(name, forward, (), None, False, False, False, 0, doc)
+    module = _caller_module()
+    op = Op(
+        name, forward, (), doc=doc, elementwise=elementwise, view=view, refuses=refuses, method=method, module=module
+    )
     NONDIFF[name] = op
 
     def fn(*args, **params):
         return apply_nondiff(op, args, params)
 
+    return _public(fn, op, name, doc, module)
+
+
+def _public(fn, op, name, doc, module):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
+    fn.__module__ = module  # where the row is, as for a function defined there
     fn.op = op
+    op.function = fn
     return fn

@@ -24,78 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import tapegrad.ops as ops
+
 from ._tensor import Tensor
 from .core import backward_of, register_hook
-from .ops import (
-    absolute,
-    add,
-    all,
-    any,
-    argmax,
-    argmin,
-    argsort,
-    astype,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    broadcast_to,
-    clip,
-    compress,
-    conj,
-    cos,
-    cumprod,
-    cumsum,
-    diagonal,
-    divide,
-    dot,
-    equal,
-    exp,
-    expand_dims,
-    floor_divide,
-    getitem,
-    greater,
-    greater_equal,
-    imag,
-    invert,
-    less,
-    less_equal,
-    log,
-    log_softmax,
-    logsumexp,
-    matmul,
-    max,
-    mean,
-    min,
-    multiply,
-    negative,
-    nonzero,
-    not_equal,
-    positive,
-    power,
-    prod,
-    ravel,
-    real,
-    relu,
-    remainder,
-    repeat,
-    reshape,
-    round,
-    sigmoid,
-    sin,
-    softmax,
-    sort,
-    sqrt,
-    squeeze,
-    std,
-    subtract,
-    sum,
-    swapaxes,
-    take,
-    tanh,
-    trace,
-    transpose,
-    var,
-)
 from .ops.indexing import At
 
 __all__ = ["METHODS", "PROPERTIES", "set_numpy_protocols"]
@@ -114,17 +46,17 @@ def _index_of(index):
 
 def _astype(x, dtype):
     """Cast to ``dtype`` (differentiable between floating dtypes)."""
-    return astype(x, dtype=np.dtype(dtype) if x._data.__class__ is np.ndarray else dtype)
+    return ops.astype(x, dtype=np.dtype(dtype) if x._data.__class__ is np.ndarray else dtype)
 
 
 def _reshape(x, *shape):
     """Give x a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""
-    return reshape(x, shape[0] if len(shape) == 1 else shape)
+    return ops.reshape(x, shape[0] if len(shape) == 1 else shape)
 
 
 def _transpose(x, *axes):
     """Permute the axes: ``x.transpose()``, ``x.transpose(1, 0)`` or ``x.transpose((1, 0))``."""
-    return transpose(x, axes[0] if len(axes) == 1 else (axes or None))
+    return ops.transpose(x, axes[0] if len(axes) == 1 else (axes or None))
 
 
 def _backward(x, gradient=None, *, create_graph: bool = False, trace=False) -> None:
@@ -177,14 +109,14 @@ def _flatten(x, start_dim=0, end_dim=-1):
         start_dim = 0
     shape, n = x.shape, x.ndim
     if n == 0:
-        return reshape(x, (1,))
+        return ops.reshape(x, (1,))
     start, end = start_dim % n, end_dim % n
     if start > end:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {shape}")
     merged = 1
     for d in shape[start : end + 1]:
         merged *= d
-    return reshape(x, shape[:start] + (merged,) + shape[end + 1 :])
+    return ops.reshape(x, shape[:start] + (merged,) + shape[end + 1 :])
 
 
 def _view(x, *shape):
@@ -194,12 +126,12 @@ def _view(x, *shape):
 
 def _permute(x, *dims):
     """PyTorch's spelling of ``transpose(axes)``: ``x.permute(1, 0)`` or ``x.permute((1, 0))``."""
-    return transpose(x, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+    return ops.transpose(x, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
 
 def _unsqueeze(x, dim):
     """PyTorch's spelling of ``expand_dims``: a new axis of length 1 at ``dim``."""
-    return expand_dims(x, axis=dim)
+    return ops.expand_dims(x, axis=dim)
 
 
 def _dim(x) -> int:
@@ -211,7 +143,7 @@ def _mT(x):
     """The last two axes swapped (the transpose of each matrix in a stack), differentiable."""
     if x.ndim < 2:
         raise ValueError(f"x.mT needs at least 2 dimensions, got shape {x.shape}")
-    return swapaxes(x, -1, -2)
+    return ops.swapaxes(x, -1, -2)
 
 
 def _at(x):
@@ -228,16 +160,16 @@ def _at(x):
 def _sort(x, axis=-1, kind=None):
     """A sorted copy along ``axis`` (None: flattened); ``x`` is left as it is, unlike NumPy's in-place
     ``ndarray.sort``. The gradient follows the permutation."""
-    return sort(x, axis=axis, kind=kind)
+    return ops.sort(x, axis=axis, kind=kind)
 
 
 def _compress(x, condition, axis=None):
     """The slices along ``axis`` (None: the flattened elements) where ``condition`` holds, as ndarray.compress."""
-    return compress(condition, x, axis=axis)
+    return ops.compress(condition, x, axis=axis)
 
 
 def _divmod(x, y):
-    return floor_divide(x, y), remainder(x, y)
+    return ops.floor_divide(x, y), ops.remainder(x, y)
 
 
 def _format(x, spec: str) -> str:
@@ -266,96 +198,58 @@ def set_numpy_protocols(array_ufunc, array_function) -> None:
     Tensor.__array_function__ = array_function
 
 
+# Operators: Python's syntax for an op. A reflected operator swaps its operands (``2 - x`` is ``x.__rsub__(2)``).
 # fmt: off
-METHODS = {
-    # arithmetic, reflected operators swap their operands
-    "__add__": add,
-    "__radd__": lambda a, b: add(b, a),            # other + self
-    "__sub__": subtract,
-    "__rsub__": lambda a, b: subtract(b, a),       # other - self
-    "__mul__": multiply,
-    "__rmul__": lambda a, b: multiply(b, a),       # other * self
-    "__truediv__": divide,
-    "__rtruediv__": lambda a, b: divide(b, a),     # other / self
-    "__pow__": power,
-    "__rpow__": lambda a, b: power(b, a),          # other ** self
-    "__matmul__": matmul,
-    "__rmatmul__": lambda a, b: matmul(b, a),      # other @ self
-    "__floordiv__": floor_divide,                  # no gradient (its derivative is 0)
-    "__rfloordiv__": lambda a, b: floor_divide(b, a),
-    "__mod__": remainder,
-    "__rmod__": lambda a, b: remainder(b, a),
-    "__divmod__": _divmod,                         # (x // y, x % y)
+OPERATORS = {
+    "__add__": ops.add,
+    "__radd__": lambda a, b: ops.add(b, a),            # other + self
+    "__sub__": ops.subtract,
+    "__rsub__": lambda a, b: ops.subtract(b, a),       # other - self
+    "__mul__": ops.multiply,
+    "__rmul__": lambda a, b: ops.multiply(b, a),       # other * self
+    "__truediv__": ops.divide,
+    "__rtruediv__": lambda a, b: ops.divide(b, a),     # other / self
+    "__pow__": ops.power,
+    "__rpow__": lambda a, b: ops.power(b, a),          # other ** self
+    "__matmul__": ops.matmul,
+    "__rmatmul__": lambda a, b: ops.matmul(b, a),      # other @ self
+    "__floordiv__": ops.floor_divide,                  # no gradient (its derivative is 0)
+    "__rfloordiv__": lambda a, b: ops.floor_divide(b, a),
+    "__mod__": ops.remainder,
+    "__rmod__": lambda a, b: ops.remainder(b, a),
+    "__divmod__": _divmod,                             # (x // y, x % y)
     "__rdivmod__": lambda a, b: _divmod(b, a),
-    "__neg__": negative,
-    "__pos__": positive,                           # +x, a copy
-    "__abs__": absolute,
+    "__neg__": ops.negative,
+    "__pos__": ops.positive,                           # +x, a copy
+    "__abs__": ops.absolute,
     # bitwise: logical on bool tensors, bits on integer ones (no gradient)
-    "__and__": bitwise_and,
-    "__rand__": lambda a, b: bitwise_and(b, a),
-    "__or__": bitwise_or,
-    "__ror__": lambda a, b: bitwise_or(b, a),
-    "__xor__": bitwise_xor,
-    "__rxor__": lambda a, b: bitwise_xor(b, a),
-    "__invert__": invert,
-    "__format__": _format,
-    "__getitem__": lambda a, index: getitem(a, index=_index_of(index)),
+    "__and__": ops.bitwise_and,
+    "__rand__": lambda a, b: ops.bitwise_and(b, a),
+    "__or__": ops.bitwise_or,
+    "__ror__": lambda a, b: ops.bitwise_or(b, a),
+    "__xor__": ops.bitwise_xor,
+    "__rxor__": lambda a, b: ops.bitwise_xor(b, a),
+    "__invert__": ops.invert,
+    "__getitem__": lambda a, index: ops.getitem(a, index=_index_of(index)),
     # comparisons: no gradient
-    "__lt__": less,
-    "__le__": less_equal,
-    "__gt__": greater,
-    "__ge__": greater_equal,
-    "__eq__": equal,
-    "__ne__": not_equal,
-    # methods that are ops, by NumPy's names
-    "exp": exp,
-    "log": log,
-    "sqrt": sqrt,
-    "sin": sin,
-    "cos": cos,
-    "tanh": tanh,
-    "sigmoid": sigmoid,
-    "relu": relu,
-    "abs": absolute,
-    "clip": clip,
-    "sum": sum,
-    "mean": mean,
-    "var": var,
-    "max": max,
-    "min": min,
-    "logsumexp": logsumexp,
-    "softmax": softmax,
-    "log_softmax": log_softmax,
+    "__lt__": ops.less,
+    "__le__": ops.less_equal,
+    "__gt__": ops.greater,
+    "__ge__": ops.greater_equal,
+    "__eq__": ops.equal,
+    "__ne__": ops.not_equal,
+    "__format__": _format,
+}
+
+# Methods whose signature is not their function's (NumPy's ndarray methods take shapes as *args, and PyTorch's
+# spellings), and the engine's
+ADAPTED = {
     "reshape": _reshape,
     "transpose": _transpose,
-    "expand_dims": expand_dims,
-    "squeeze": squeeze,
-    "broadcast_to": broadcast_to,
-    "argmax": argmax,
-    "argmin": argmin,
     "astype": _astype,
-    # more of ndarray's methods
-    "ravel": ravel,
-    "flatten": _flatten,                           # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
-    "swapaxes": swapaxes,
-    "std": std,
-    "prod": prod,
-    "cumsum": cumsum,
-    "cumprod": cumprod,
-    "dot": dot,
-    "round": round,
-    "take": take,
-    "repeat": repeat,
-    "trace": trace,
-    "diagonal": diagonal,
-    "all": all,
-    "any": any,
-    "compress": _compress,                         # condition first, as ndarray.compress
-    "argsort": argsort,
-    "nonzero": nonzero,
-    "sort": _sort,                                 # a sorted copy: NumPy's sorts in place
-    "conj": conj,
-    "conjugate": conj,
+    "flatten": _flatten,                               # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
+    "compress": _compress,                             # condition first, as ndarray.compress
+    "sort": _sort,                                     # a sorted copy: NumPy's sorts in place
     # PyTorch's spellings
     "view": _view,
     "permute": _permute,
@@ -369,14 +263,35 @@ METHODS = {
     "register_hook": _register_hook,
 }
 
-PROPERTIES = {
-    "T": transpose,                                 # the transpose (reverses all axes), differentiable
-    "mT": _mT,                                      # the last two axes swapped
-    "real": real,                                   # differentiable (docs/guide/complex.md)
-    "imag": imag,
-    "at": _at,                                      # JAX's x.at[i].set(v) / .add(v)
+_EXTRA_PROPERTIES = {
+    "T": ops.transpose,                                # the transpose (reverses all axes), differentiable
+    "mT": _mT,                                         # the last two axes swapped
+    "at": _at,                                         # JAX's x.at[i].set(v) / .add(v)
 }
 # fmt: on
+
+
+def _op_methods() -> tuple[dict, dict]:
+    """The methods and properties that are public functions of ``tapegrad.ops`` as they are, derived: each one
+    named as a method (``x.sum``, ``x.round``) or an attribute (``x.real``) of NumPy's ndarray, and each op
+    declared a method in its row (``method=True``: ``x.exp``; ``method="abs"``: ``x.abs``)."""
+    methods, properties = {}, {}
+    for name in ops.__all__:
+        f = getattr(ops, name)
+        op = getattr(f, "op", None)
+        if op is not None and op.method and op.function is f:
+            methods[name if op.method is True else op.method] = f
+        kind = type(getattr(np.ndarray, name, None)).__name__
+        if kind == "method_descriptor":
+            methods[name] = f
+        elif kind == "getset_descriptor":
+            properties[name] = f
+    return methods, properties
+
+
+_METHODS, _PROPERTIES = _op_methods()
+METHODS = {**_METHODS, **OPERATORS, **ADAPTED}
+PROPERTIES = {**_PROPERTIES, **_EXTRA_PROPERTIES}
 
 
 def bind() -> None:

@@ -44,9 +44,17 @@ class ArrayBackend:
     # x -= y changes the array in place (NumPy, CuPy, array_api_strict); Dask arrays are immutable, so the
     # tensor is rebound to a new array and what a tape saved stays as it was
     mutable: bool = True
+    # several arrays -> NumPy arrays at once (Dask computes their graphs together); None: one by one
+    to_numpy_many: Callable | None = None
 
     def is_native(self, a) -> bool:
         return isinstance(a, self.array_type)
+
+    def to_numpy_all(self, arrays) -> list:
+        """The arrays as NumPy arrays, computed together where the library is lazy."""
+        if self.to_numpy_many is not None:
+            return self.to_numpy_many(arrays)
+        return [self.to_numpy(a) for a in arrays]
 
     def dtype(self, np_dtype):
         """This library's dtype for a NumPy dtype."""
@@ -101,7 +109,10 @@ def _dask():
     def to_numpy(a):
         return np.asarray(a.compute() if hasattr(a, "compute") else a)
 
-    return ArrayBackend("dask", asarray, to_numpy, da.Array, mutable=False)
+    def to_numpy_many(arrays):
+        return [np.asarray(a) for a in importlib.import_module("dask").compute(*arrays)]
+
+    return ArrayBackend("dask", asarray, to_numpy, da.Array, mutable=False, to_numpy_many=to_numpy_many)
 
 
 _MAKERS = {
@@ -140,9 +151,9 @@ def load(name: str) -> ArrayBackend | str:
         return f"{name} is not usable here ({type(err).__name__}: {err})"
 
 
-def _params():
+def _params(but=None):
     params = []
-    for name in selected():
+    for name in (n for n in selected() if n != but):
         b = load(name)
         marks = [pytest.mark.skip(reason=b)] if isinstance(b, str) else []
         params.append(pytest.param(b if not isinstance(b, str) else None, id=name, marks=marks))
@@ -158,4 +169,10 @@ def available() -> list[ArrayBackend]:
 @pytest.fixture(scope="session", params=_params())
 def backend(request) -> ArrayBackend:
     """Runs the test once per selected array backend."""
+    return request.param
+
+
+@pytest.fixture(scope="session", params=_params(but="numpy"))
+def other_backend(request) -> ArrayBackend:
+    """Runs the test once per selected array backend but NumPy (for tests that compare a backend with NumPy)."""
     return request.param

@@ -9,7 +9,7 @@
 
 import os
 
-from backends import backend  # noqa: F401  (the fixture, for every test file)
+from backends import backend, other_backend  # noqa: F401  (the fixtures, for every test file)
 from hypothesis import HealthCheck, settings
 
 # Row files are imported by op_table (which they import in turn): collecting them for doctests first would
@@ -41,5 +41,5 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "backend" in getattr(item, "fixturenames", ()):
+        if {"backend", "other_backend"} & set(getattr(item, "fixturenames", ())):
             item.add_marker("backend")

@@ -40,37 +40,26 @@ def _with_kwargs(kwargs):
 
 
 ROWS = (
-    OpCase("erf", tg.erf, _same(_erf), 1, "real", UNARY_SHAPES),
-    OpCase("erfc", tg.erfc, _same(_erfc), 1, "real", UNARY_SHAPES),
+    OpCase("erf", ref=_same(_erf)),
+    OpCase("erfc", ref=_same(_erfc)),
     OpCase(
         "softplus",
-        tg.softplus,
-        _same(_softplus),
-        1,
-        "distinct",
-        _with_kwargs([{}, {"beta": 2.0, "threshold": 1.0}]),
+        ref=_same(_softplus),
+        domain="distinct",
+        examples=_with_kwargs([{}, {"beta": 2.0, "threshold": 1.0}]),
     ),
-    OpCase("log_sigmoid", tg.log_sigmoid, _same(lambda x: -np.log1p(np.exp(-x))), 1, "real", UNARY_SHAPES),
+    OpCase("log_sigmoid", ref=_same(lambda x: -np.log1p(np.exp(-x)))),
     OpCase(
         "leaky_relu",
-        tg.leaky_relu,
-        _same(lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x)),
-        1,
-        "nonzero",
-        _with_kwargs([{}, {"negative_slope": 0.2}]),
+        ref=_same(lambda x, negative_slope=0.01: np.where(x > 0, x, negative_slope * x)),
+        domain="nonzero",
+        examples=_with_kwargs([{}, {"negative_slope": 0.2}]),
     ),
-    OpCase("elu", tg.elu, _same(_elu), 1, "nonzero", _with_kwargs([{}, {"alpha": 0.5}])),
+    OpCase("elu", ref=_same(_elu), domain="nonzero", examples=_with_kwargs([{}, {"alpha": 0.5}])),
+    OpCase("selu", ref=_same(lambda x: 1.0507009873554805 * _elu(x, 1.6732632423543772)), domain="nonzero"),
+    OpCase("silu", ref=_same(lambda x: x / (1 + np.exp(-x)))),
+    OpCase("gelu", ref=_same(_gelu), examples=_with_kwargs([{}, {"approximate": "tanh"}])),
     OpCase(
-        "selu", tg.selu, _same(lambda x: 1.0507009873554805 * _elu(x, 1.6732632423543772)), 1, "nonzero", UNARY_SHAPES
-    ),
-    OpCase("silu", tg.silu, _same(lambda x: x / (1 + np.exp(-x))), 1, "real", UNARY_SHAPES),
-    OpCase("gelu", tg.gelu, _same(_gelu), 1, "real", _with_kwargs([{}, {"approximate": "tanh"}])),
-    OpCase(
-        "hardtanh",
-        lambda x, **k: tg.hardtanh(x, -0.5, 0.5),
-        lambda x, **k: np.clip(x, -0.5, 0.5),
-        1,
-        "distinct",
-        UNARY_SHAPES,
+        "hardtanh", lambda x, **k: tg.hardtanh(x, -0.5, 0.5), lambda x, **k: np.clip(x, -0.5, 0.5), domain="distinct"
     ),
 )

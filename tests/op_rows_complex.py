@@ -42,9 +42,9 @@ def _unary(name, fn, ref, real_result=False, domain="real", examples=UNARY_SHAPE
         name,
         lambda x, y: out(fn(complex_of(x, y))),
         lambda x, y: out(ref(complex_of(x, y))),
-        2,
-        domain,
-        tuple(((s[0], s[0]), k) for s, k in examples),
+        domain=domain,
+        examples=tuple(((s[0], s[0]), k) for s, k in examples),
+        arity=2,
         draw=lambda: tgst.shapes().map(lambda s: ((s, s), {})),
     )
 
@@ -55,9 +55,9 @@ def _binary(name, fn, ref, domain="real"):
         name,
         lambda x, y, u, v: parts(fn(complex_of(x, y), complex_of(u, v))),
         lambda x, y, u, v: parts(ref(complex_of(x, y), complex_of(u, v))),
-        4,
-        domain,
-        tuple(((a, a, b, b), k) for (a, b), k in BINARY_SHAPES[:3]),
+        domain=domain,
+        examples=tuple(((a, a, b, b), k) for (a, b), k in BINARY_SHAPES[:3]),
+        arity=4,
         draw=lambda: tgst.broadcast_shapes(2).map(lambda s: ((s[0], s[0], s[1], s[1]), {})),
     )
 
@@ -86,8 +86,8 @@ ROWS = (
         "var",
         lambda x, y, **k: tg.var(complex_of(x, y), **k),
         lambda x, y, **k: np.var(complex_of(x, y), **k),
-        2,
         examples=((((3, 4), (3, 4)), {"axis": 1}), (((2, 3), (2, 3)), {})),
+        arity=2,
         draw=lambda: tgst.shapes(min_dims=1).map(lambda s: ((s, s), {"axis": 0})).filter(lambda sk: sk[0][0][0] > 1),
     ),
     _binary("multiply", lambda z, w: z * w, np.multiply),
@@ -97,8 +97,8 @@ ROWS = (
         "matmul",
         lambda x, y, u, v: parts(complex_of(x, y) @ complex_of(u, v)),
         lambda x, y, u, v: parts(complex_of(x, y) @ complex_of(u, v)),
-        4,
         examples=((((2, 3), (2, 3), (3, 2), (3, 2)), {}), (((2, 2, 3), (2, 2, 3), (3, 1), (3, 1)), {})),
+        arity=4,
         draw=lambda: _matmul_shapes(),
     ),
 )

@@ -242,9 +242,7 @@ ROWS = (
         "conv",
         _conv,
         _f64(_conv_ref),
-        2,
-        "real",
-        (
+        examples=(
             (((2, 3, 5, 4), (2, 3, 3, 2)), {}),
             (((1, 4, 6, 5), (4, 2, 3, 3)), {"stride": 2, "padding": 1, "groups": 2}),
             (((1, 2, 5, 5), (3, 2, 2, 3)), {"padding": "same", "dilation": (2, 1)}),
@@ -256,9 +254,7 @@ ROWS = (
         "conv_transpose",
         _conv_transpose,
         _f64(_conv_transpose_ref),
-        2,
-        "real",
-        (
+        examples=(
             (((2, 3, 3, 2), (3, 2, 2, 3)), {}),
             (((1, 4, 3, 3), (4, 1, 3, 2)), {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2}),
             (((1, 2, 4), (2, 3, 3)), {"stride": 3, "padding": 1, "output_padding": 2, "dilation": 2}),
@@ -269,9 +265,7 @@ ROWS = (
         "unfold",
         lambda x, **k: tg.unfold(x, **k),
         _f64(_unfold_ref),
-        1,
-        "real",
-        (
+        examples=(
             (((2, 2, 4, 5),), {"kernel_size": 2}),
             (((1, 2, 5, 4),), {"kernel_size": (3, 2), "stride": 2, "padding": 1, "dilation": (1, 2)}),
         ),
@@ -281,9 +275,7 @@ ROWS = (
         "fold",
         lambda c, **k: tg.fold(c, **k),
         _f64(_fold_ref),
-        1,
-        "real",
-        (
+        examples=(
             (((2, 8, 12),), {"output_size": (4, 5), "kernel_size": 2}),
             (((1, 6, 18),), {"output_size": (5, 4), "kernel_size": (3, 1), "stride": (2, 1), "padding": 1}),
         ),
@@ -293,9 +285,8 @@ ROWS = (
         "max_pool",
         _pool("max"),
         _f64(lambda x, **k: _pool_ref(x, kind="max", **k)),
-        1,
-        "distinct",
-        (
+        domain="distinct",
+        examples=(
             (((2, 2, 4, 4),), {"kernel_size": 2}),
             (((1, 2, 5, 6),), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
             (((1, 2, 7),), {"kernel_size": 2, "stride": 1, "dilation": 2}),
@@ -306,9 +297,7 @@ ROWS = (
         "avg_pool",
         _pool("avg"),
         _f64(lambda x, **k: _pool_ref(x, kind="avg", **k)),
-        1,
-        "real",
-        (
+        examples=(
             (((2, 2, 4, 4),), {"kernel_size": 2}),
             (((1, 2, 5, 6),), {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
             (((1, 2, 5, 6),), {"kernel_size": (2, 3), "padding": 1, "count_include_pad": False}),
@@ -320,9 +309,7 @@ ROWS = (
         "adaptive_avg_pool",
         _adaptive,
         _f64(_adaptive_ref),
-        1,
-        "real",
-        (
+        examples=(
             (((2, 2, 4, 4),), {"output_size": 1}),
             (((1, 2, 5, 7),), {"output_size": (3, 4)}),
             (((1, 2, 5),), {"output_size": 3}),

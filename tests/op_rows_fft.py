@@ -54,7 +54,7 @@ def _c2c(name, fn, ref, draw, examples, complex_input=False):
             name,
             lambda x, y, **k: parts(fn(complex_of(x, y), **k)),
             lambda x, y, **k: parts(ref(complex_of(x, y), **k)),
-            2,
+            arity=2,
             examples=tuple(((s[0], s[0]), k) for s, k in examples),
             draw=lambda: draw(arity=2),
         )
@@ -62,7 +62,7 @@ def _c2c(name, fn, ref, draw, examples, complex_input=False):
         name,
         lambda x, **k: parts(fn(x, **k)),
         lambda x, **k: parts(ref(x, **k)),
-        1,
+        arity=1,
         examples=examples,
         draw=lambda: draw(),
     )
@@ -117,35 +117,34 @@ ROWS = (
         "irfft",
         lambda x, y, **k: fft.irfft(complex_of(x, y), **k),
         lambda x, y, **k: np.fft.irfft(complex_of(x, y), **k),
-        2,
         examples=(
             (((3,), (3,)), {}),
             (((3, 4), (3, 4)), {"n": 5, "axis": 0, "norm": "ortho"}),
             (((2, 3), (2, 3)), {"n": 6}),
         ),
+        arity=2,
         draw=_irfft_one_axis,
     ),
     OpCase(
         "irfft",
         lambda x, y, **k: fft.hfft(complex_of(x, y), **k),
         lambda x, y, **k: np.fft.hfft(complex_of(x, y), **k),
-        2,
         examples=((((3,), (3,)), {}), (((2, 4), (2, 4)), {"n": 5, "norm": "forward"})),
+        arity=2,
         draw=_irfft_one_axis,
     ),
     OpCase(
         "irfft",
         lambda x, y, **k: fft.irfftn(complex_of(x, y), **k),
         lambda x, y, **k: np.fft.irfftn(complex_of(x, y), **k),
-        2,
         examples=((((3, 3), (3, 3)), {}), (((2, 3, 4), (2, 3, 4)), {"axes": (2, 0), "s": (3, 4)})),
+        arity=2,
         draw=_irfftn_axes,
     ),
     OpCase(
         "roll",
         lambda x, shift=1, axis=None: tg.roll(x, shift, axis),
         lambda x, shift=1, axis=None: np.roll(x, shift, axis),
-        1,
         examples=(
             (((3, 4),), {}),
             (((2, 3, 4),), {"shift": (1, -2), "axis": (0, -1)}),
@@ -154,19 +153,9 @@ ROWS = (
         draw=_roll_draw,
     ),
     OpCase(
-        "roll",
-        fft.fftshift,
-        np.fft.fftshift,
-        1,
-        examples=((((3, 4),), {}), (((5, 2),), {"axes": 0})),
-        draw=_shift_draw,
+        "roll", fft.fftshift, np.fft.fftshift, examples=((((3, 4),), {}), (((5, 2),), {"axes": 0})), draw=_shift_draw
     ),
     OpCase(
-        "roll",
-        fft.ifftshift,
-        np.fft.ifftshift,
-        1,
-        examples=((((3, 4),), {}), (((5, 3),), {"axes": -1})),
-        draw=_shift_draw,
+        "roll", fft.ifftshift, np.fft.ifftshift, examples=((((3, 4),), {}), (((5, 3),), {"axes": -1})), draw=_shift_draw
     ),
 )

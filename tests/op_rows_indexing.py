@@ -168,11 +168,8 @@ def _insert_draw():
 ROWS = (
     OpCase(
         "take_along_axis",
-        tg.take_along_axis,
-        np.take_along_axis,
-        1,
-        "real",
-        (
+        ref=np.take_along_axis,
+        examples=(
             (((3, 4),), {"indices": np.array([[0, 3, 3, 1]]), "axis": 1}),  # broadcast over the rows
             (((2, 3),), {"indices": np.array([[2, 2], [0, -1]]), "axis": -1}),
         ),
@@ -180,20 +177,15 @@ ROWS = (
     ),
     OpCase(
         "scatter_along_axis",
-        tg.scatter_along_axis,
-        _np_scatter_along,
-        1,
-        "real",
-        ((((2, 3),), {"indices": np.array([[0, 0, 1], [2, 1, 2]]), "axis": 1, "shape": (2, 4)}),),
+        ref=_np_scatter_along,
+        examples=((((2, 3),), {"indices": np.array([[0, 0, 1], [2, 1, 2]]), "axis": 1, "shape": (2, 4)}),),
         draw=_scatter_along_draw,
     ),
     OpCase(
         "index_update",
         lambda x, v, index: tg.index_update(x, index, v),
         _np_index_update,
-        2,
-        "real",
-        (
+        examples=(
             (((4, 3), (3, 2)), {"index": (np.array([0, 2, 0]), slice(1, None))}),  # row 0 written twice
             (((5,), ()), {"index": np.array([1, 1, 4])}),
             (((4, 3), (3,)), {"index": 2}),
@@ -205,76 +197,74 @@ ROWS = (
         "index_add",
         lambda x, v, index: tg.index_add(x, index, v),
         _np_index_add,
-        2,
-        "real",
-        (
+        examples=(
             (((4, 3), (3, 2)), {"index": (np.array([0, 2, 0]), slice(1, None))}),
             (((5,), ()), {"index": np.array([1, 1, 4])}),
             (((3, 4), (1,)), {"index": (slice(None), np.array([3, 0, 3]))}),
         ),
+        arity=2,
         draw=_index_draw,
     ),
     OpCase(
         "sort",
         tg.sort,
         np.sort,
-        1,
-        "distinct",
-        ((((3, 4),), {}), (((3, 4),), {"axis": 0}), (((2, 3, 4),), {"axis": None})),
+        domain="distinct",
+        examples=((((3, 4),), {}), (((3, 4),), {"axis": 0}), (((2, 3, 4),), {"axis": None})),
+        arity=1,
         draw=_sort_draw,
+        unsupported=("dask",),
     ),
     OpCase(
         "partition",
         tg.partition,
         np.partition,
-        1,
-        "distinct",
-        ((((3, 5),), {"kth": 2}), (((4, 3),), {"kth": [0, 3], "axis": 0})),
+        domain="distinct",
+        examples=((((3, 5),), {"kth": 2}), (((4, 3),), {"kth": [0, 3], "axis": 0})),
+        arity=1,
         draw=_partition_draw,
-        unsupported=("array_api_strict",),  # argpartition
+        unsupported=("array_api_strict", "dask"),  # argpartition
     ),
     OpCase(
         "take",
         tg.take,
         np.take,
-        1,
-        "real",
-        (
+        examples=(
             (((3, 4),), {"indices": [0, 11, 11, -1]}),
             (((3, 4),), {"indices": np.array([[0, 2], [2, 2]]), "axis": 1}),
             (((3, 4),), {"indices": [5, -4], "axis": 0, "mode": "wrap"}),
         ),
+        arity=1,
         draw=_take_draw,
+        unsupported=("dask",),
     ),
     OpCase(
         "select",
         _select,
         _np_select,
-        3,
-        "distinct",
-        ((((3, 4), (3, 4), (4,)), {}), (((2, 1), (1, 3), ()), {})),
+        domain="distinct",
+        examples=((((3, 4), (3, 4), (4,)), {}), (((2, 1), (1, 3), ()), {})),
+        arity=3,
         broadcasting=True,
     ),
     OpCase(
         "compress",
         lambda x, condition, **k: tg.compress(condition, x, **k),
         lambda x, condition, **k: np.compress(condition, x, **k),
-        1,
-        "real",
-        (
+        examples=(
             (((3, 4),), {"condition": [True, False, True, True], "axis": 1}),
             (((2, 2),), {"condition": [False, True, True]}),
             (((4, 2),), {"condition": [True, False, True], "axis": 0}),  # shorter than the axis
         ),
+        arity=1,
         draw=_compress_draw,
     ),
     OpCase(
         "extract",
         lambda x, condition: tg.extract(condition, x),
         lambda x, condition: np.extract(condition, x),
-        1,
-        "real",
-        ((((3, 4),), {"condition": np.arange(12).reshape(3, 4) % 3 == 1}),),
+        examples=((((3, 4),), {"condition": np.arange(12).reshape(3, 4) % 3 == 1}),),
+        arity=1,
         draw=lambda: tgst.shapes().flatmap(
             lambda s: st.tuples(st.just((s,)), hnp.arrays(bool, s).map(lambda c: {"condition": c}))
         ),
@@ -283,44 +273,42 @@ ROWS = (
         "delete",
         tg.delete,
         np.delete,
-        1,
-        "real",
-        (
+        examples=(
             (((3, 4),), {"obj": 1, "axis": 1}),
             (((3, 4),), {"obj": [0, 5, 7]}),
             (((3, 4),), {"obj": slice(0, 3, 2), "axis": 0}),
         ),
+        arity=1,
         draw=_delete_draw,
+        unsupported=("dask",),
     ),
     OpCase(
         "insert",
         lambda x, v, **k: tg.insert(x, values=v, **k),
         lambda x, v, **k: np.insert(x, values=v, **k),
-        2,
-        "real",
-        (
+        examples=(
             (((3, 4), ()), {"obj": 1}),
             (((3, 4), (2, 3)), {"obj": 2, "axis": 1}),
             (((3, 4), (1,)), {"obj": [0, 2, 2], "axis": 0}),
         ),
+        arity=2,
         draw=_insert_draw,
+        unsupported=("dask",),
     ),
     OpCase(
         "full",
         lambda v: tg.full((2, 3), v),
         lambda v: np.full((2, 3), v),
-        1,
-        "real",
-        ((((),), {}), (((3,),), {})),
+        examples=((((),), {}), (((3,),), {})),
+        arity=1,
         draw=lambda: st.tuples(st.tuples(tgst.shapes_broadcasting_to((2, 3))), st.just({})),
     ),
     OpCase(
         "full_like",
         lambda a, v: tg.full_like(a, v),
         lambda a, v: np.full_like(a, v),
-        2,
-        "real",
-        ((((2, 3), ()), {}), (((2, 3), (3,)), {})),
+        examples=((((2, 3), ()), {}), (((2, 3), (3,)), {})),
+        arity=2,
         constant_inputs=(0,),  # only its shape and dtype are used
         draw=lambda: tgst.shapes().flatmap(
             lambda s: st.tuples(st.tuples(st.just(s), tgst.shapes_broadcasting_to(s)), st.just({}))

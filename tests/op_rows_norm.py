@@ -41,9 +41,8 @@ ROWS = (
         "standardize",
         lambda x, w, b, **k: tg.standardize(x, w, b, **k),
         lambda x, w, b, **k: _standardize_ref(x, w, b, **k).astype(np.asarray(x).dtype),
-        3,
-        "distinct",
-        (
+        domain="distinct",
+        examples=(
             (((3, 4), (4,), (4,)), {}),
             (((2, 3, 4), (3, 1), (3, 1)), {"axis": (0, 2)}),
             (((2, 2, 3), (2, 3), ()), {"axis": (1, 2)}),

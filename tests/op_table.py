@@ -1,15 +1,19 @@
 """The op table: one row per registered op, read by every op test (fixed cases here, properties elsewhere).
 
-A row says how to call the op on tensors (``fn``), the NumPy reference (``ref``), how many inputs it takes,
-the input domain it needs for finite differences to be meaningful, keyword arguments, and fixed example
-shapes covering broadcasting and ``axis``/``keepdims``, and (``draw``) how the property tests draw its
-shapes and keyword arguments. ``tests/test_ops.py`` fails when a registered op has no row, so a new op cannot
-slip in untested.
+A row says what the op's own row cannot: the oracle (``ref``, NumPy's answer), the input domain it needs for
+finite differences to be meaningful, keyword arguments, fixed example shapes beyond the defaults (unary,
+broadcasting pairs, ``axis``/``keepdims``), and (``draw``) how the property tests draw its shapes and keyword
+arguments. How to call it (``fn``, by default the op's public function), how many inputs it takes, whether
+they broadcast, which get no gradient and which libraries refuse it are the op's facts
+(``tapegrad.registry.Op``), read from ``tg.REGISTRY``; a row repeats one only where its ``fn`` is not the op
+itself. ``tests/test_ops.py`` fails when a registered op has no row, so a new op cannot slip in untested:
+
+    OpCase("exp", ref=np.exp)
+    OpCase("log", ref=np.log, domain="positive")
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import pathlib
 from collections.abc import Callable
@@ -21,24 +25,54 @@ from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 from tapegrad import strategies as tgst
-from tapegrad.backend.dask_array import UNSUPPORTED as DASK_UNSUPPORTED
 
 
 @dataclass(frozen=True)
 class OpCase:
-    name: str  # the registry name of the op under test
-    fn: Callable  # fn(*tensors, **kwargs) -> Tensor
-    ref: Callable  # ref(*arrays, **kwargs) -> array, NumPy's answer
-    arity: int
+    """One row. What the op's ``defop`` row already says is read from the op (``tapegrad.registry.Op``), and a
+    row states it only where its ``fn`` differs from the op (complex inputs as pairs of parts, say)."""
+
+    name: str  # the registry name of the op under test (or of a function composed of ops)
+    fn: Callable | None = None  # fn(*tensors, **kwargs) -> Tensor; None: the op's public function (tg.exp)
+    ref: Callable | None = None  # ref(*arrays, **kwargs) -> array, the oracle (NumPy's answer)
     domain: str = "real"  # real | positive | nonzero | distinct (no near-ties) | unit (-0.9..0.9) | zeros
-    examples: tuple = ()  # ((shape, shape, ...), kwargs) pairs for the fixed-input tests
+    examples: tuple = ()  # ((shape, shape, ...), kwargs) pairs; (): by the arity, broadcasting and axis_kwargs
+    arity: int | None = None  # how many inputs fn takes; None: the op's
     axis_kwargs: bool = False  # takes axis/keepdims: property tests draw them with valid_tuple_axes
-    broadcasting: bool = False  # inputs broadcast against each other
-    constant_inputs: tuple = ()  # positions used only as constants (where's condition): no gradient
+    broadcasting: bool | None = None  # inputs broadcast against each other; None: as the op's
+    constant_inputs: tuple | None = None  # positions that get no gradient; None: the op's inputs without a rule
     draw: Callable | None = None  # () -> strategy of (shapes, kwargs); None: derived from the flags above
     # array libraries that lack a function the op needs (e.g. "array_api_strict" for np.einsum): there the
-    # backend tests check that the op raises NotImplementedError naming itself, instead of computing
+    # backend tests check that the op raises NotImplementedError naming itself, instead of computing. The
+    # libraries the op's row refuses (``refuses=``) are added.
     unsupported: tuple = ()
+
+    def __post_init__(self):
+        op = op_of(self)
+        if op is None:  # a function composed of ops: the row says everything
+            derived = {"broadcasting": False, "constant_inputs": ()}
+        else:
+            derived = {
+                "fn": op.function,
+                "arity": None if op.variadic else op.arity,
+                "broadcasting": op.broadcast,
+                "constant_inputs": tuple(i for i, d in enumerate(op.differentiable) if not d),
+                "unsupported": self.unsupported + tuple(b for b in op.refuses if b not in self.unsupported),
+            }
+        for field, value in derived.items():
+            if field == "unsupported" or getattr(self, field) is None:
+                object.__setattr__(self, field, value)
+        if self.arity is None or self.fn is None or self.ref is None:
+            raise ValueError(f"op table: the row of {self.name} needs fn, ref and arity (no registered op says them)")
+        if not self.examples:
+            default = REDUCE_SHAPES if self.axis_kwargs else (BINARY_SHAPES if self.broadcasting else UNARY_SHAPES)
+            if self.axis_kwargs or self.arity == (2 if self.broadcasting else 1):
+                object.__setattr__(self, "examples", default)
+
+
+def op_of(case):
+    """The registered op a row tests, or None for a function composed of ops (``sort``, ``median``)."""
+    return tg.REGISTRY.get(case.name) or tg.NONDIFF.get(case.name)
 
 
 def shapes_and_kwargs(case: OpCase) -> st.SearchStrategy:
@@ -171,163 +205,114 @@ def _matmul_draw():
     return st.tuples(shapes.map(lambda b: b.input_shapes), st.just({}))
 
 
-def binary(name, fn, ref, domain="real"):
-    return OpCase(name, fn, ref, 2, domain, BINARY_SHAPES, broadcasting=True)
-
-
-def unary(name, fn, ref, domain="real"):
-    return OpCase(name, fn, ref, 1, domain, UNARY_SHAPES)
-
-
-def reduce(name, fn, ref, domain="real"):
-    return OpCase(name, fn, ref, 1, domain, REDUCE_SHAPES, axis_kwargs=True)
-
-
 OPS = (
-    binary("add", lambda x, y: x + y, np.add),
-    binary("subtract", lambda x, y: x - y, np.subtract),
-    binary("multiply", lambda x, y: x * y, np.multiply),
-    binary("divide", lambda x, y: x / y, np.divide, domain="nonzero"),
-    binary("power", lambda x, y: x**y, np.power, domain="positive"),
-    binary("maximum", tg.maximum, np.maximum, domain="distinct"),
-    binary("minimum", tg.minimum, np.minimum, domain="distinct"),
+    OpCase("add", lambda x, y: x + y, np.add),
+    OpCase("subtract", lambda x, y: x - y, np.subtract),
+    OpCase("multiply", lambda x, y: x * y, np.multiply),
+    OpCase("divide", lambda x, y: x / y, np.divide, domain="nonzero"),
+    OpCase("power", lambda x, y: x**y, np.power, domain="positive"),
+    OpCase("maximum", ref=np.maximum, domain="distinct"),
+    OpCase("minimum", ref=np.minimum, domain="distinct"),
     OpCase(
         "where",
         lambda c, x, y: tg.where(c > 0, x, y),
         lambda c, x, y: np.where(c > 0, x, y),
-        3,
-        examples=((((3, 4), (3, 4), (4,)), {}), (((2, 1), (1, 3), ()), {})),
         domain="nonzero",  # the condition c > 0 must not flip within the finite-difference step
-        broadcasting=True,
-        constant_inputs=(0,),
+        examples=((((3, 4), (3, 4), (4,)), {}), (((2, 1), (1, 3), ()), {})),
     ),
-    unary("negative", lambda x: -x, np.negative),
-    unary("absolute", abs, np.abs, domain="nonzero"),
-    unary("exp", tg.exp, np.exp),
-    unary("log", tg.log, np.log, domain="positive"),
-    unary("sqrt", tg.sqrt, np.sqrt, domain="positive"),
-    unary("sin", tg.sin, np.sin),
-    unary("cos", tg.cos, np.cos),
-    unary("tanh", tg.tanh, np.tanh),
-    unary("sigmoid", tg.sigmoid, _sigmoid),
-    unary("relu", tg.relu, lambda x: np.maximum(x, 0), domain="nonzero"),
-    OpCase("clip", lambda x: tg.clip(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), 1, "distinct", UNARY_SHAPES),
-    OpCase("astype", lambda x: tg.astype(x, dtype=x.dtype), lambda x: x, 1, "real", UNARY_SHAPES),
-    reduce("sum", tg.sum, np.sum),
-    reduce("mean", tg.mean, np.mean),
+    OpCase("negative", lambda x: -x, np.negative),
+    OpCase("absolute", abs, np.abs, domain="nonzero"),
+    OpCase("exp", ref=np.exp),
+    OpCase("log", ref=np.log, domain="positive"),
+    OpCase("sqrt", ref=np.sqrt, domain="positive"),
+    OpCase("sin", ref=np.sin),
+    OpCase("cos", ref=np.cos),
+    OpCase("tanh", ref=np.tanh),
+    OpCase("sigmoid", ref=_sigmoid),
+    OpCase("relu", ref=lambda x: np.maximum(x, 0), domain="nonzero"),
+    OpCase("clip", lambda x: tg.clip(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), domain="distinct"),
+    OpCase("astype", lambda x: tg.astype(x, dtype=x.dtype), lambda x: x),
+    OpCase("sum", ref=np.sum, axis_kwargs=True),
+    OpCase("mean", ref=np.mean, axis_kwargs=True),
     OpCase(
         "var",
         lambda x, **k: tg.var(x, ddof=1, **k),
         lambda x, **k: np.var(x, ddof=1, **k),
-        1,
-        "real",
-        ((((3, 4),), {"axis": 1}), (((2, 3, 4),), {"axis": (0, 2), "keepdims": True})),
+        examples=((((3, 4),), {"axis": 1}), (((2, 3, 4),), {"axis": (0, 2), "keepdims": True})),
         axis_kwargs=True,
         draw=_var_draw,
     ),
-    reduce("max", tg.max, np.max, domain="distinct"),
-    reduce("min", tg.min, np.min, domain="distinct"),
-    reduce("logsumexp", tg.logsumexp, _lse),
-    OpCase(
-        "softmax", tg.softmax, _softmax, 1, "real", ((((3, 4),), {}), (((2, 3, 4),), {"axis": 1})), draw=_softmax_draw
-    ),
+    OpCase("max", ref=np.max, domain="distinct", axis_kwargs=True),
+    OpCase("min", ref=np.min, domain="distinct", axis_kwargs=True),
+    OpCase("logsumexp", ref=_lse, axis_kwargs=True),
+    OpCase("softmax", ref=_softmax, examples=((((3, 4),), {}), (((2, 3, 4),), {"axis": 1})), draw=_softmax_draw),
     OpCase(
         "log_softmax",
-        tg.log_softmax,
-        lambda x, axis=-1: np.log(_softmax(x, axis)),
-        1,
-        "real",
-        ((((3, 4),), {}), (((2, 3, 4),), {"axis": 0})),
+        ref=lambda x, axis=-1: np.log(_softmax(x, axis)),
+        examples=((((3, 4),), {}), (((2, 3, 4),), {"axis": 0})),
         draw=_softmax_draw,
     ),
     OpCase(
         "reshape",
         lambda x, shape=(-1,): tg.reshape(x, shape),
         lambda x, shape=(-1,): np.reshape(x, shape),
-        1,
-        "real",
-        UNARY_SHAPES,
         draw=_reshape_draw,
     ),
     OpCase(
         "transpose",
-        tg.transpose,
-        np.transpose,
-        1,
-        "real",
-        ((((3, 4),), {}), (((2, 3, 4),), {"axes": (1, 2, 0)}), (((2, 3, 4),), {"axes": (-1, 0, 1)})),
+        ref=np.transpose,
+        examples=((((3, 4),), {}), (((2, 3, 4),), {"axes": (1, 2, 0)}), (((2, 3, 4),), {"axes": (-1, 0, 1)})),
         draw=_transpose_draw,
     ),
     OpCase(
         "expand_dims",
         lambda x, axis=1: tg.expand_dims(x, axis),
         lambda x, axis=1: np.expand_dims(x, axis),
-        1,
-        "real",
-        ((((3, 4),), {}), (((3,),), {})),
+        examples=((((3, 4),), {}), (((3,),), {})),
         draw=_expand_dims_draw,
     ),
-    OpCase(
-        "squeeze",
-        tg.squeeze,
-        np.squeeze,
-        1,
-        "real",
-        ((((3, 1, 4),), {}), (((1, 3, 1),), {"axis": 0})),
-        draw=_squeeze_draw,
-    ),
+    OpCase("squeeze", ref=np.squeeze, examples=((((3, 1, 4),), {}), (((1, 3, 1),), {"axis": 0})), draw=_squeeze_draw),
     OpCase(
         "broadcast_to",
         lambda x, shape=(2, 3, 4): tg.broadcast_to(x, shape),
         lambda x, shape=(2, 3, 4): np.broadcast_to(x, shape),
-        1,
-        "real",
-        ((((3, 4),), {}), (((1, 4),), {}), (((3, 1),), {}), (((),), {})),
+        examples=((((3, 4),), {}), (((1, 4),), {}), (((3, 1),), {}), (((),), {})),
         draw=_broadcast_to_draw,
     ),
     OpCase(
         "concatenate",
         lambda x, y, **k: tg.concatenate([x, y], **k),
         lambda x, y, **k: np.concatenate([x, y], **k),
-        2,
-        "real",
-        ((((2, 3), (4, 3)), {}), (((2, 3), (2, 1)), {"axis": -1})),
+        examples=((((2, 3), (4, 3)), {}), (((2, 3), (2, 1)), {"axis": -1})),
+        arity=2,
         draw=_concatenate_draw,
     ),
     OpCase(
         "stack",
         lambda x, y, **k: tg.stack([x, y], **k),
         lambda x, y, **k: np.stack([x, y], **k),
-        2,
-        "real",
-        ((((2, 3), (2, 3)), {}), (((2, 3), (2, 3)), {"axis": 2})),
+        examples=((((2, 3), (2, 3)), {}), (((2, 3), (2, 3)), {"axis": 2})),
+        arity=2,
         draw=_stack_draw,
     ),
     OpCase(
         "getitem",
         lambda x, index=(slice(1, None), np.array([0, 2, 2])): x[index],
         lambda x, index=(slice(1, None), np.array([0, 2, 2])): x[index],
-        1,
-        "real",
-        ((((3, 4),), {}),),
+        examples=((((3, 4),), {}),),
         draw=_getitem_draw,
     ),
     OpCase(
         "scatter",
         lambda g, index=np.array([0, 2, 0]), shape=(4, 2): tg.ops.scatter(g, index=index, shape=shape),
         lambda g, index=np.array([0, 2, 0]), shape=(4, 2): _scatter_ref(g, index, shape),
-        1,
-        "real",
-        ((((3, 2),), {}),),
+        examples=((((3, 2),), {}),),
         draw=_scatter_draw,
     ),
     OpCase(
         "matmul",
-        tg.matmul,
-        np.matmul,
-        2,
-        "real",
-        (
+        ref=np.matmul,
+        examples=(
             (((3, 4), (4, 2)), {}),
             (((4,), (4, 2)), {}),
             (((3, 4), (4,)), {}),
@@ -368,9 +353,3 @@ def draw_values(rng, shape, domain, dtype=np.float64):
 # with the helpers above (``from op_table import OpCase, ...``); every one of them joins OPS here.
 for _path in sorted(pathlib.Path(__file__).parent.glob("op_rows_*.py")):
     OPS = OPS + tuple(importlib.import_module(_path.stem).ROWS)
-
-# Ops Dask cannot run, for all or some of their parameters: one list, the backend's own (it raises
-# NotImplementedError naming the op and Dask for them); the rows say so as any library's unsupported ops do.
-OPS = tuple(
-    dataclasses.replace(c, unsupported=c.unsupported + ("dask",)) if c.name in DASK_UNSUPPORTED else c for c in OPS
-)

@@ -393,7 +393,7 @@ def test_nothing_of_the_trace_stays_alive_after_a_call():
     assert not recording() - before
     program = step.programs[0]
     assert program.kept_bytes == program.arena_bytes + program.const_bytes
-    assert 0 < program.arena_bytes <= sum(n.out.nbytes for n in program.graph.nodes) + 64 * len(program.plan.buffers)
+    assert 0 < program.arena_bytes <= sum(n.out.nbytes for n in program.graph.steps) + 64 * len(program.plan.buffers)
 
 
 def test_a_call_allocates_little_beyond_its_results():

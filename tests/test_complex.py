@@ -25,21 +25,9 @@ from tapegrad.registry import defop
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-# Ops whose forward refuses complex input, and why; every other row must accept it and agree with finite
-# differences in both real directions.
-REFUSE_COMPLEX = {
-    "sigmoid": "np.logaddexp has no complex loop",
-    "rfft": "rfft, rfftn and ihfft take real input (as their names say)",
-    # NumPy's own ufuncs have no complex loop for these
-    **dict.fromkeys(
-        "arctan2 cbrt copysign deg2rad rad2deg fabs fmod remainder heaviside hypot logaddexp logaddexp2".split(),
-        "NumPy's ufunc has no complex loop",
-    ),
-    **dict.fromkeys("softplus silu log_sigmoid".split(), "built on np.logaddexp, which has no complex loop"),
-    "gelu": "an activation of real inputs",
-    "convolve": "rules written for real inputs (a complex convolution is a product of FFTs)",
-    "correlate": "rules written for real inputs (a complex convolution is a product of FFTs)",
-}
+# Ops whose forward refuses complex input, and why: their rows say so (``real_only=``, or a ufunc without a
+# complex loop); every other row must accept it and agree with finite differences in both real directions.
+REFUSE_COMPLEX = {name: op.real_only for name, op in tg.REGISTRY.items() if op.real_only}
 
 
 def _complex_inputs(case, shapes, seed=0):

@@ -1,8 +1,9 @@
 """Every op in ``op_table.OPS`` as a property: hypothesis draws shapes (0-d to 4-d, broadcast pairs and
 triples, size-1 axes), ``axis``/``keepdims`` (negative axes, tuples, None) and values inside the op's domain.
 
-For every op: its value equals NumPy's; its gradient equals central finite differences in float64; each
-gradient has its input's shape and dtype; float32 gradients agree with float64 ones within float32 tolerance.
+For every op, in one property per row: its value equals NumPy's; float32 gradients agree with float64 ones
+within float32 tolerance; each gradient has its input's shape and dtype (inputs of mixed dtypes); and, in
+two more, its gradient and its second derivative equal central finite differences in float64.
 Also here: ``unbroadcast`` as the adjoint of broadcasting, and ``gradcheck`` catching a wrong rule.
 """
 
@@ -43,15 +44,36 @@ def _grads(case, arrays, kwargs, cotangent):
 
 @pytest.mark.parametrize("case", OPS, ids=IDS)
 @given(data=st.data())
-def test_value_matches_numpy(case, data):
+def test_value_gradients_and_dtypes(case, data):
     dtype = data.draw(tgst.dtypes(), label="dtype")
     arrays, kwargs = data.draw(op_inputs(case, dtype), label="arrays, kwargs")
+    # the value, in the drawn dtype, against NumPy's
     out = case.fn(*[tg.Tensor(a) for a in arrays], **kwargs)
     expected = np.asarray(case.ref(*arrays, **kwargs))
     assert out.shape == expected.shape
     assert out.dtype == dtype
     tol = 2e-6 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(out.numpy(), expected, rtol=tol, atol=tol)
+    # float32's gradients agree with float64's, on the same (float32) values and one cotangent
+    v = np.random.default_rng(0).uniform(0.5, 1.5, out.shape)
+    single = [a.astype(np.float32) for a in arrays]
+    g32 = _grads(case, single, kwargs, v)
+    g64 = _grads(case, [a.astype(np.float64) for a in single], kwargs, v)
+    for a, b in zip(g32, g64):
+        if b is None:
+            assert a is None
+            continue
+        scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale)
+    # each input its own dtype: the output follows NumPy's promotion, each gradient its input's shape and dtype
+    dtypes = data.draw(st.tuples(*[tgst.dtypes()] * len(arrays)), label="dtypes")
+    mixed = [a.astype(d) for a, d in zip(arrays, dtypes)]
+    shape = case.fn(*[tg.Tensor(a) for a in mixed], **kwargs).shape
+    for i, (a, g) in enumerate(zip(mixed, _grads(case, mixed, kwargs, np.ones(shape)))):
+        if i in case.constant_inputs:
+            assert g is None
+        else:
+            assert g is not None and g.shape == a.shape and g.dtype == a.dtype, (i, a.shape, a.dtype, g)
 
 
 @pytest.mark.parametrize("case", OPS, ids=IDS)
@@ -67,37 +89,6 @@ def test_gradient_matches_finite_differences(case, data):
 def test_second_derivative_matches_finite_differences(case, data):
     arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
     assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *arrays)
-
-
-@pytest.mark.parametrize("case", OPS, ids=IDS)
-@given(data=st.data())
-def test_gradient_has_input_shape_and_dtype(case, data):
-    arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
-    # each input its own dtype: the output follows NumPy's promotion, each gradient its input's dtype
-    dtypes = data.draw(st.tuples(*[tgst.dtypes()] * len(arrays)), label="dtypes")
-    arrays = [a.astype(d) for a, d in zip(arrays, dtypes)]
-    shape = case.fn(*[tg.Tensor(a) for a in arrays], **kwargs).shape
-    for i, (a, g) in enumerate(zip(arrays, _grads(case, arrays, kwargs, np.ones(shape)))):
-        if i in case.constant_inputs:
-            assert g is None
-        else:
-            assert g is not None and g.shape == a.shape and g.dtype == a.dtype, (i, a.shape, a.dtype, g)
-
-
-@pytest.mark.parametrize("case", OPS, ids=IDS)
-@given(data=st.data())
-def test_float32_gradient_agrees_with_float64(case, data):
-    arrays, kwargs = data.draw(op_inputs(case, np.float32), label="arrays, kwargs")
-    shape = case.fn(*[tg.Tensor(a) for a in arrays], **kwargs).shape
-    v = np.random.default_rng(0).uniform(0.5, 1.5, shape)  # one cotangent, the same for both precisions
-    g32 = _grads(case, arrays, kwargs, v)
-    g64 = _grads(case, [a.astype(np.float64) for a in arrays], kwargs, v)
-    for a, b in zip(g32, g64):
-        if b is None:
-            assert a is None
-            continue
-        scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale)
 
 
 # -- unbroadcast ------------------------------------------------------------------------------------

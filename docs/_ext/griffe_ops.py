@@ -92,3 +92,23 @@ def fence_doctests(text: str) -> str:
     if inside:
         out.append(f"{indent}```")
     return "\n".join(out)
+
+
+class RuntimeExports(griffe.Extension):
+    """A module whose ``__all__`` is computed when it is imported (``tapegrad.ops`` collects the public
+    functions of its family files, ``tapegrad.nn.functional`` re-exports some): its exports, read from the
+    imported module, each an alias of the object where it is defined."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        for module in _modules(pkg):
+            runtime = importlib.import_module(module.path)
+            names = getattr(runtime, "__all__", None)
+            if not names:
+                continue
+            for name in names:
+                obj = getattr(runtime, name, None)
+                home = getattr(obj, "__module__", None)
+                if name in module.members or not callable(obj) or not home or home == module.path:
+                    continue
+                module.set_member(name, griffe.Alias(name, f"{home}.{getattr(obj, '__name__', name)}", parent=module))
+            module.exports = list(names)

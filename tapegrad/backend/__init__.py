@@ -18,7 +18,7 @@ fact about arrays (bytes, dtypes, memory, indexing) that every part of tapegrad 
 """
 
 from ._index import is_basic_index
-from .core import NUMPY, PLAIN, Backend, backend_of, common_backend, register
+from .core import NUMPY, PLAIN, Backend, backend_for, backend_of, common_backend, register
 from .dask_array import DaskSpellings, dask_spellings
 from .facts import all_finite, is_array, is_complex, is_floating, is_lazy, itemsize, memory_root, nbytes, to_numpy
 from .namespace import RuleNamespace
@@ -29,6 +29,7 @@ __all__ = [
     "NUMPY",
     "PLAIN",
     "backend_of",
+    "backend_for",
     "common_backend",
     "register",
     "to_numpy",

@@ -44,11 +44,10 @@ import inspect
 
 import numpy as np
 
-from .dask_array import UNSUPPORTED as DASK_UNSUPPORTED
 from .dask_array import dask_spellings
 from .spellings import NumpySpellings, cupy_spellings
 
-__all__ = ["Backend", "backend_of", "common_backend", "register", "NUMPY", "PLAIN"]
+__all__ = ["Backend", "backend_of", "backend_for", "common_backend", "register", "NUMPY", "PLAIN"]
 
 # The classes of inputs NumPy's forward takes as they are: when every input is one of these, the op calls its
 # NumPy forward directly, with no backend looked up (core.record, and the tracer naming what an op ran).
@@ -59,24 +58,26 @@ class Backend:
     """One array library: its ``name``, its namespace ``xp``, its NumPy spellings ``fx``, forwards per op;
     ``takes_numpy``: NumPy arrays mix with it (the op runs in this library); ``lazy``: it builds graphs."""
 
-    __slots__ = ("name", "xp", "fx", "_forwards", "takes_numpy", "lazy", "refuses")
+    __slots__ = ("name", "xp", "fx", "_forwards", "takes_numpy", "lazy")
 
-    def __init__(self, name: str, xp, fx, *, takes_numpy: bool = False, lazy: bool = False, refuses=None):
+    def __init__(self, name: str, xp, fx, *, takes_numpy: bool = False, lazy: bool = False):
         self.name = name
         self.xp = xp
         self.fx = fx
         self.takes_numpy = takes_numpy
         self.lazy = lazy
-        self.refuses = refuses or {}  # op name -> (why, which parameters: None for all): ops it cannot run
         self._forwards: dict = {}
 
     def forward(self, op):
-        """The op's forward for this backend (resolved on first use, then cached)."""
+        """The op's forward for this backend (resolved on first use, then cached): one that raises
+        ``NotImplementedError`` with the reason where the op's row says this library cannot run it
+        (``op.refuses``, keyed by the backend's name)."""
         f = self._forwards.get(op)
         if f is None:
             f = _resolve(op, self)
-            if op.name in self.refuses:
-                f = _refused(op.name, self.name, *self.refuses[op.name], f)
+            refused = op.refuses.get(self.name)
+            if refused is not None:
+                f = _refused(op.name, self.name, *refused, f)
             self._forwards[op] = f
         return f
 
@@ -164,6 +165,20 @@ def backend_of(a) -> Backend | None:
     return b
 
 
+def backend_for(array_type: type) -> Backend:
+    """The backend of arrays of ``array_type``, one :func:`backend_of` has met (the compiler lowers the values
+    it traced by their array type alone).
+
+    >>> import numpy as np
+    >>> backend_for(np.ndarray).name
+    'numpy'
+    """
+    b = _BY_TYPE.get(array_type)
+    if b is None:
+        raise LookupError(f"no backend has met arrays of type {array_type.__name__} yet")
+    return b
+
+
 def _find(cls, a):
     if issubclass(cls, _SCALARS) or isinstance(a, (list, tuple)):
         return None
@@ -205,7 +220,7 @@ def _dask():
     import dask.array  # optional: only when a Dask array is met
 
     fx = dask_spellings(dask.array)
-    return Backend("dask", fx, fx, takes_numpy=True, lazy=True, refuses=DASK_UNSUPPORTED)
+    return Backend("dask", fx, fx, takes_numpy=True, lazy=True)
 
 
 def register(array_type: type, backend: Backend) -> None:

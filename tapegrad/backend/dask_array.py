@@ -31,42 +31,17 @@ import numpy as np
 from ._index import is_basic_index
 from .spellings import MissingFunction
 
-__all__ = ["dask_spellings", "DaskSpellings", "UNSUPPORTED"]
+__all__ = ["dask_spellings", "DaskSpellings", "LINALG", "SORT", "FFT"]
 
-_LINALG = (
+# Why Dask cannot run an op, for the ops' rows to declare (``refuses={"dask": LINALG}``, tapegrad.registry.Op):
+# the backend then raises NotImplementedError naming the op, Dask and the reason, rather than compute something
+# else (or eagerly).
+LINALG = (
     "dask.array.linalg factors one large matrix chunked its own way; it has no batched small-matrix linear "
     "algebra (stacks of matrices, det, eig, expm). A model's matrices are usually parameters: keep them NumPy"
 )
-_SORT = "dask.array has no sort, argsort or partition (order statistics need every element of an axis at once)"
-_FFT = "Dask's FFT needs one chunk along every transformed axis and differs from NumPy's in n= and s="
-# op name -> (why Dask cannot run it, the parameters for which it cannot: None for all). The backend raises
-# NotImplementedError naming the op, Dask and the reason, rather than compute something else (or eagerly).
-UNSUPPORTED = {
-    **{
-        name: (_LINALG, None)
-        for name in (
-            "cholesky det eig eigh expm inv logm pinv qr slogdet solve solve_triangular svd vector_norm".split()
-        )
-    },
-    **{name: (_SORT, None) for name in "sort partition median quantile percentile".split()},
-    **{name: (_FFT, None) for name in "fftn ifftn rfft irfft".split()},
-    "convolve": ("dask.array has no convolve or correlate", None),
-    "correlate": ("dask.array has no convolve or correlate", None),
-    "take": ("dask.array's take accepts only a one-dimensional index", None),
-    "take_along_axis": ("dask.array has no take_along_axis", None),
-    "scatter_along_axis": ("dask.array has no scatter-add along an axis", None),
-    "delete": ("dask.array has no delete", None),
-    "insert": ("dask.array's insert differs from NumPy's for repeated positions", None),
-    "split": ("dask.array has no split at given indices", None),
-    "diag": ("dask.array's diag has no offset k for building a matrix", None),
-    "diagflat": ("dask.array has no diagflat", None),
-    "nan_to_num": ("dask.array's nan_to_num takes no posinf/neginf arrays", None),
-    "heaviside": ("dask.array has no heaviside", None),
-    "pad": (
-        "Dask's reflect, symmetric and wrap padding differ from NumPy's when the padding is wider than the axis",
-        lambda params: params.get("mode") in ("reflect", "symmetric", "wrap"),
-    ),
-}
+SORT = "dask.array has no sort, argsort or partition (order statistics need every element of an axis at once)"
+FFT = "Dask's FFT needs one chunk along every transformed axis and differs from NumPy's in n= and s="
 
 
 class DaskSpellings:
@@ -81,6 +56,8 @@ class DaskSpellings:
         if attr.startswith("__"):
             raise AttributeError(attr)
         f = getattr(self.da, attr, None)
+        if f is None and attr in _SPECIAL:
+            f = _special(self.da, attr)
         if f is None:
             raise MissingFunction(f"the dask backend has no {attr} (dask.array lacks it)")
         setattr(self, attr, f)
@@ -170,6 +147,19 @@ class DaskSpellings:
             meta=np.empty((0,) * (g.ndim + 1), dtype=g.dtype),
         )
         return da.reshape(parts.sum(axis=tuple(range(g.ndim))), shape)
+
+
+_SPECIAL = ("erf", "erfc")  # SciPy's, chunk by chunk: one task per chunk, not a graph of a series per element
+
+
+def _special(da, name):
+    """SciPy's ``special.<name>`` on each chunk, or None without SciPy (ops then compose it of Dask's functions)."""
+    try:
+        import scipy.special  # noqa: PLC0415  (optional, and slow to import: only when first used)
+    except ImportError:
+        return None
+    f = getattr(scipy.special, name)
+    return lambda x: da.map_blocks(f, x, dtype=x.dtype)
 
 
 def _add_at(g, pos, n):

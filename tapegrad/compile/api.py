@@ -212,7 +212,7 @@ class Compiled:
         program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
-            for n in graph.nodes
+            for n in graph.steps
             if n.random
             for c in _consts(n.params)
             if isinstance(c.value, np.random.Generator)
@@ -229,7 +229,7 @@ class Compiled:
             id(o): v
             for v in graph.inputs
             for o in [program.plan.donated.get(id(v))]
-            if o is not None and o.node is not None and program.plan.inplace.get(id(o.node)) is v
+            if o is not None and o.step is not None and program.plan.inplace.get(id(o.step)) is v
         }
         for o, r in zip(graph.outputs, first):
             if isinstance(o, Const) and isinstance(r, np.ndarray):
@@ -316,7 +316,7 @@ class Compiled:
 
 def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:
     """Optimise, schedule, plan and generate the program of ``graph``."""
-    traced = len(graph.nodes)
+    traced = len(graph.steps)
     simplify(graph)
     common_subexpressions(graph)
     dead_code(graph)
@@ -370,7 +370,7 @@ def _match_donations(graph, donated) -> dict:
     matched: dict = {}
     taken: set = set()
     for o in graph.outputs:
-        if not isinstance(o, Value) or o.node is None or id(o) in taken:
+        if not isinstance(o, Value) or o.step is None or id(o) in taken:
             continue
         for v in free:
             if id(v) not in matched and v.shape == o.shape and v.dtype == o.dtype and v.kind is o.kind:

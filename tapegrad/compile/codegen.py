@@ -1,7 +1,7 @@
 """The program: Python source generated from the planned graph, ``exec``'d once into a function.
 
 The function takes the arrays of the arguments and the planned buffers and returns the output arrays; its
-body is one line per node (``v12 = matmul(x0, x1, b0)``), each commented with the op, the value's dtype and
+body is one line per step (``v12 = matmul(x0, x1, b0)``), each commented with the op, the value's dtype and
 shape, and the user's line it came from (for a rule, the forward op it differentiates and that op's line),
 then ``del`` statements where values die. Nothing on this path is a Tensor, and nothing is looked up at run
 time but the program's own globals.
@@ -15,9 +15,7 @@ import threading
 import numpy as np
 
 from .._state import mark_modified
-from .graph import Const, Value
-from .kernels import gemm_update, masked
-from .trace import where
+from .graph import Const, Value, source_line
 
 __all__ = ["Program", "generate"]
 
@@ -44,18 +42,6 @@ class _Names:
         self.globals[name] = obj
         self.by_id[key] = name
         return name
-
-
-def _callable_hint(fn, op_name) -> str:
-    if getattr(fn, "__self__", None) is np.add and getattr(fn, "__name__", "") == "reduce":
-        return "add_reduce"
-    if fn is masked:
-        return "masked"
-    if fn is gemm_update:
-        return "gemm_update"
-    if isinstance(fn, np.ufunc):
-        return fn.__name__
-    return op_name
 
 
 class Source:
@@ -94,14 +80,14 @@ class Source:
         return self.names.name(obj, "k")
 
 
-def _call(k, node, src, names, out_name):
-    """One node's call, as source."""
+def _call(k, step, src, names, out_name):
+    """One step's call, as source."""
     args = ", ".join(src(a) for a in k.args[1:]) if (k.method or k.form) else ", ".join(src(a) for a in k.args)
     if k.form == "getitem":
         return f"{src(k.args[0])}[{src(k.args[1])}]"
     if k.method:
         return f"{src(k.args[0])}.{k.method}({args})"
-    fn = names.name(k.fn, _callable_hint(k.fn, node.name))
+    fn = names.name(k.fn, k.name or step.name)
     parts = [args] if args else []
     if out_name is not None and k.out_style == "pos":
         parts.append(out_name)
@@ -112,12 +98,12 @@ def _call(k, node, src, names, out_name):
     return f"{fn}({', '.join(parts)})"
 
 
-def _comment(node) -> str:
-    op = node.name if node.grad_of is None else f"{node.name} (grad of {node.grad_of.name})"
-    if node.meta:
-        op += f" ({node.meta})"
-    line = node.line if node.grad_of is None else node.grad_of.line
-    return f"{op} -> {node.out.describe()}", where(line)
+def _comment(step) -> str:
+    op = step.name if step.grad_of is None else f"{step.name} (grad of {step.grad_of.name})"
+    if step.meta:
+        op += f" ({step.meta})"
+    line = step.line if step.grad_of is None else step.grad_of.line
+    return f"{op} -> {step.out.describe()}", source_line(line)
 
 
 def generate(graph, plan, outputs_copy, input_names=()):
@@ -128,12 +114,12 @@ def generate(graph, plan, outputs_copy, input_names=()):
     value_names: dict = {}
     for v in graph.inputs:
         value_names[id(v)] = f"x{v.input_index}"
-    for n in graph.nodes:
+    for n in graph.steps:
         value_names[id(n.out)] = f"v{n.out.index}"
     src = Source(names, value_names)
     lines = []
     comments = []
-    for i, n in enumerate(graph.nodes):
+    for i, n in enumerate(graph.steps):
         k = plan.kernels[id(n)]
         target = plan.inplace.get(id(n))
         buf = plan.buffer.get(id(n))
@@ -161,7 +147,7 @@ def generate(graph, plan, outputs_copy, input_names=()):
         results.append(text)
     for v in graph.inputs:
         out = plan.donated.get(id(v))
-        if out is not None and out.node is not None and plan.inplace.get(id(out.node)) is v:
+        if out is not None and out.step is not None and plan.inplace.get(id(out.step)) is v:
             lines.append(f"mark_modified(x{v.input_index})")
             comments.append(("a donated argument now holds its new value: tapes that saved it refuse to replay", ""))
     head = ["def program(inputs, buffers):"]
@@ -242,7 +228,7 @@ class Program:
         p = self.plan
         n_inplace = len(p.inplace)
         lines = [
-            f"program {self.info.get('name', '')}: {len(self.graph.inputs)} inputs, {len(self.graph.nodes)} calls, "
+            f"program {self.info.get('name', '')}: {len(self.graph.inputs)} inputs, {len(self.graph.steps)} calls, "
             f"{len(self.graph.outputs)} outputs",
             f"  planned buffers: {len(p.buffers)} values in an arena of {self.arena_bytes:,} bytes (kept between calls)",
             f"  written in place over a dying input: {n_inplace} values",

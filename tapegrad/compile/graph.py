@@ -1,30 +1,34 @@
-"""The program's vocabulary: values (numbered slots), constants, and nodes (one backend call each).
+"""The program's vocabulary: values (numbered slots), constants, and steps (one op each, one backend call).
 
 A traced function becomes a :class:`Graph`: its inputs (one :class:`Value` per array argument), a list of
-:class:`Node` in execution order, and its outputs (values, constants or static Python objects). A node's
-arguments and parameters refer to values by object, and to everything else as a :class:`Const` (an array or
-object the program holds) or as a plain Python literal written into the source. Nothing here holds an array
-of the traced call: values know their shape and dtype only.
+:class:`Step` in execution order, and its outputs (values, constants or static Python objects). A step is an
+:class:`~tapegrad.registry.Op` and what it is applied to: its arguments and parameters refer to values by
+object, and to everything else as a :class:`Const` (an array or object the program holds) or as a plain
+Python literal written into the source. Which function runs it is decided when the source is generated
+(:mod:`.kernels`: ``LOWERINGS[backend][op]``), from the op and the values' array type. Nothing here holds an
+array of the traced call: values know their shape and dtype only.
 """
 
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 
-__all__ = ["Value", "Const", "Node", "Graph", "walk", "substitute"]
+__all__ = ["Value", "Const", "Step", "Node", "Graph", "walk", "substitute", "source_line"]
 
 
 class Value:
-    """One slot of the program: an input or the output of a node, with its shape, dtype and array type."""
+    """One slot of the program: an input or the output of a step, with its shape, dtype and array type."""
 
-    __slots__ = ("index", "shape", "dtype", "kind", "node", "input_index", "nbytes", "strides")
+    __slots__ = ("index", "shape", "dtype", "kind", "step", "input_index", "nbytes", "strides")
 
-    def __init__(self, index, shape, dtype, kind, node=None, input_index=None, nbytes=0, strides=None):
+    def __init__(self, index, shape, dtype, kind, step=None, input_index=None, nbytes=0, strides=None):
         self.index = index
         self.shape = tuple(shape)
         self.dtype = dtype
         self.kind = kind  # the array type: np.ndarray, or another library's
-        self.node = node
+        self.step = step  # the step computing it (None for an input)
         self.input_index = input_index
         self.nbytes = nbytes
         self.strides = strides  # NumPy's layout when traced: a planned buffer must have the same (a reduction's
@@ -67,20 +71,18 @@ class Const:
         return f"<const {type(self.value).__name__}>"
 
 
-class Node:
-    """One backend call: ``out = fn(*args, **params)``, with where it came from.
+class Step:
+    """One op of the program: ``out = op(*args, **params)``, with where it came from.
 
-    ``line`` is ``(filename, lineno)`` of the user's code that called the op; ``grad_of`` the forward node
+    ``line`` is ``(filename, lineno)`` of the user's code that called the op; ``grad_of`` the forward step
     whose rule this op belongs to (None for the forward pass); ``random`` marks a draw (never removed or moved
     across another draw).
     """
 
-    __slots__ = ("op", "name", "fn", "args", "params", "out", "line", "grad_of", "random", "order", "meta")
+    __slots__ = ("op", "args", "params", "out", "line", "grad_of", "random", "order", "meta")
 
-    def __init__(self, op, name, fn, args, params, out, line=None, grad_of=None, random=False):
+    def __init__(self, op, args, params, out, line=None, grad_of=None, random=False):
         self.op = op
-        self.name = name
-        self.fn = fn
         self.args = args
         self.params = params
         self.out = out
@@ -88,10 +90,14 @@ class Node:
         self.grad_of = grad_of
         self.random = random
         self.order = 0  # position in the traced order
-        self.meta = None  # what later passes attach (a kernel, an in-place target)
+        self.meta = None  # what a rewrite says of the step, for the source's comment
+
+    @property
+    def name(self) -> str:
+        return self.op.name
 
     def inputs(self):
-        """The values this node reads, arguments and parameters (an index array), each once, in order."""
+        """The values this step reads, arguments and parameters (an index array), each once, in order."""
         seen, out = set(), []
         for v in walk((self.args, self.params)):
             if id(v) not in seen:
@@ -100,15 +106,31 @@ class Node:
         return out
 
     def __repr__(self) -> str:
-        return f"<node {self.name} -> v{self.out.index}>"
+        return f"<step {self.name} -> v{self.out.index}>"
+
+
+def Node(op, name, fn, args, params, out, line=None, grad_of=None, random=False):  # noqa: N802
+    """A :class:`Step` as the tracer (:mod:`.trace`) still builds it: ``name`` and ``fn`` are the op's name and
+    its forward for the traced arrays, both known from the op itself (the step is lowered from it)."""
+    return Step(op, args, params, out, line, grad_of, random)
+
+
+def source_line(line) -> str:
+    """``file:line  source`` of a step's line (``(filename, lineno)`` or None), for comments and errors."""
+    if line is None:
+        return "?"
+    filename, lineno = line
+    text = linecache.getline(filename, lineno).strip()
+    short = filename.rsplit("/", 1)[-1]
+    return f"{short}:{lineno}" + (f"  {text}" if text else "")
 
 
 class Graph:
-    """The traced program: inputs, nodes in order, output leaves (a Value, a Const, or a static object)."""
+    """The traced program: inputs, steps in order, output leaves (a Value, a Const, or a static object)."""
 
-    def __init__(self, inputs, nodes, outputs):
+    def __init__(self, inputs, steps, outputs):
         self.inputs = inputs
-        self.nodes = nodes
+        self.steps = steps
         self.outputs = outputs
 
 

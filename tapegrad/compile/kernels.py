@@ -1,36 +1,40 @@
-"""How each node becomes one backend call in the generated source, and what the memory plan may do with it.
+"""How each step becomes one call in the generated source: a table of lowerings per backend, keyed by the op.
 
-A :class:`Kernel` says, for one node: the call (a callable's name and its arguments, as source), whether its
-output is always a new array (``fresh``: the plan may give it a buffer or let it reuse a dying input), whether
-it takes an output buffer (``out``: positional or keyword), and whether it is elementwise (its output may be
-written over an input of the same shape and dtype). NumPy nodes whose forward is a ufunc (``np.add``,
-``np.matmul``...) call it directly; a few ops whose forwards are small functions are written as the NumPy
-call they make (``relu`` is ``np.maximum(x, 0)``, ``sum`` is ``np.add.reduce``), the same arithmetic without
-the extra Python frame; everything else calls the op's forward as the eager path does. Other libraries
-always take the generic path (no buffers, no in-place writes).
+:func:`lower` finds the step's backend from its output's array type, then ``LOWERINGS[backend].get(op)``, a
+function of the step that returns its :class:`Kernel`: the call (a callable and its arguments, as source),
+whether its output is always a new array (``fresh``: the plan may give it a buffer or let it reuse a dying
+input) or always a view of an input (``view``), whether it takes an output buffer (``out_style``: positional
+or keyword), and whether it is elementwise (its output may be written over an input of the same shape and
+dtype). An op without an entry takes its backend's default, derived from the op's facts
+(:class:`~tapegrad.registry.Op`):
+
+- **NumPy**: an op whose forward is a ufunc on NumPy arrays (``Op.numpy``) and that has no parameters calls
+  the ufunc itself, with ``out=``; any other op calls its forward as the eager path does, fresh unless the op
+  may return a view (``Op.view``). The table writes a few ops as the NumPy call their forward makes (``relu``
+  is ``np.maximum(x, 0)``, ``sum`` is ``np.add.reduce``) or as a method or an index (``x.reshape(shape)``,
+  ``x[index]``): the same arithmetic without the extra Python frame; and it lowers the compiler's own fused
+  steps (``GEMM_UPDATE``, ``SCATTER_ADD``).
+- **any other library**: the op's forward for that library (``Backend.forward``), with no buffers and no
+  in-place writes.
+
+Lowering happens when the source is generated, from the op, never at trace time: a code generator for
+another backend (a fused kernel) is one more table here.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
+import tapegrad.ops as ops
 
-__all__ = ["Kernel", "kernel_of", "masked", "gemm_update", "has_blas", "scatter_add"]
+from .._scope import functional_input
+from ..backend import backend_for
+from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
+from ..registry import Op
+
+__all__ = ["Kernel", "lower", "LOWERINGS", "masked", "gemm_update", "has_blas", "scatter_add"]
 
 _KEYWORD_OUT = frozenset((np.maximum, np.minimum, np.fmax, np.fmin))  # positional out is deprecated for these
-# Ops whose forward always returns a new array on NumPy inputs (never a view of an input). Any other op may
-# return a view (reshape, indexing, diagonal, real of a real array...), so the plan keeps it with its inputs.
-FRESH = frozenset(
-    """
-    sum mean var max min logsumexp softmax log_softmax sigmoid clip masked where astype astype_constant
-    elu erf erfc gelu hardtanh leaky_relu log_sigmoid selu silu softplus relu6 standardize
-    conv conv_transpose fold unfold max_pool avg_pool adaptive_avg_pool
-    cumsum cumprod prod concatenate stack tensordot trace tril triu pad roll flip_copy
-    cholesky det inv pinv slogdet solve solve_triangular vector_norm expm logm
-    exp2 expm1 cbrt float_power nan_to_num sinc square reciprocal logaddexp logaddexp2
-    """.split()
-)
 
 
 _BLAS: dict = {}
@@ -78,64 +82,115 @@ def scatter_add(x, g, index):
 
 
 class Kernel:
-    """One node's call: ``fn_name(*args)`` with ``out`` given as ``out_style`` ("pos", "kw" or None).
-    ``writes``: the position of an argument the call overwrites with its result (a fused update)."""
+    """One step's call: ``fn(*args, **kwargs)`` with ``out`` given as ``out_style`` ("pos", "kw" or None), or
+    ``args[0].<method>(*args[1:])``, or (``form="getitem"``) ``args[0][args[1]]``. ``name``: what the source
+    calls ``fn``; ``writes``: the position of an argument the call overwrites with its result (a fused update)."""
 
-    __slots__ = ("fn", "args", "kwargs", "fresh", "out_style", "elementwise", "method", "form", "writes")
+    __slots__ = (
+        "fn",
+        "args",
+        "kwargs",
+        "fresh",
+        "view",
+        "out_style",
+        "elementwise",
+        "method",
+        "form",
+        "writes",
+        "name",
+    )
 
     def __init__(
-        self, fn, args, kwargs=None, fresh=False, out_style=None, elementwise=False, method=None, form=None, writes=None
+        self,
+        fn,
+        args,
+        kwargs=None,
+        fresh=False,
+        out_style=None,
+        elementwise=False,
+        method=None,
+        form=None,
+        writes=None,
+        name=None,
+        view=False,
     ):
-        self.fn = fn  # the callable (a global of the program), or None for a method or an expression form
+        self.fn = fn  # the callable (a global of the program), or None for a method or an index
         self.args = args  # tuple of argument objects (Values, Consts, literals)
         self.kwargs = kwargs or {}
         self.fresh = fresh  # the output is always a new array, sharing memory with nothing
+        self.view = view  # the output is always a view of args[0]: it holds no memory of its own
         self.out_style = out_style
         self.elementwise = elementwise
-        self.method = method  # call args[0].<method>(*args[1:])
-        self.form = form  # "getitem": args[0][args[1]]
+        self.method = method
+        self.form = form
         self.writes = writes
+        self.name = name  # the callable's name in the source
 
 
-def kernel_of(node) -> Kernel:
-    """The kernel of ``node`` (see the module docstring)."""
-    fn, args, params = node.fn, node.args, node.params
-    if not node.out.numpy or not all(getattr(a, "numpy", True) for a in args):
-        return Kernel(fn, args, params)
-    name = node.name
-    if name == "gemm_update":
-        return Kernel(gemm_update, args, fresh=True, writes=0)
-    if name == "scatter_add":
-        return Kernel(scatter_add, args, {"index": params["index"]}, fresh=True, writes=0)
-    if isinstance(fn, np.ufunc) and not params:
-        out_style = "kw" if fn in _KEYWORD_OUT else "pos"
-        return Kernel(fn, args, fresh=True, out_style=out_style, elementwise=fn.signature is None)
-    if name == "relu":
-        return Kernel(np.maximum, (args[0], 0), fresh=True, out_style="kw", elementwise=True)
-    if name == "sum" and _floating(node):
-        axis, keepdims = params.get("axis"), params.get("keepdims", False)
-        return Kernel(np.add.reduce, (args[0], axis, None), {"keepdims": keepdims}, fresh=True, out_style="kw")
-    if name == "masked":
-        return Kernel(masked, args, fresh=True, out_style="kw", elementwise=_same_shape(args[1], node.out))
-    if name == "transpose":
-        axes = params.get("axes")
-        return Kernel(None, (args[0],) if axes is None else (args[0], axes), method="transpose")
-    if name == "reshape":
-        return Kernel(None, (args[0], params["shape"]), method="reshape")
-    if name == "getitem":
-        return Kernel(None, (args[0], params["index"]), form="getitem")
-    if name == "functional_input":
-        return Kernel(None, (args[0],), method="view")
-    if name == "where":
-        return Kernel(np.where, args, fresh=True)
-    if name in ("astype", "astype_constant"):
-        return Kernel(None, (args[0], params["dtype"]), method="astype", fresh=True)
-    return Kernel(fn, args, params, fresh=name in FRESH)
+# The compiler's own steps, made by its rewrites (passes.py): ops of no tape, lowered by the tables below.
+GEMM_UPDATE = Op("gemm_update", gemm_update, doc="c += alpha * (a @ b), in place: an SGD update fused into its product")
+SCATTER_ADD = Op("scatter_add", scatter_add, doc="x[index] += g, in place: a slice's gradient added into the whole's")
 
 
-def _same_shape(a, out) -> bool:
-    return getattr(a, "shape", None) == out.shape
+def lower(step) -> Kernel:
+    """The kernel of ``step``, from its backend's table or that backend's default (see the module docstring)."""
+    if not step.out.numpy or not all(getattr(a, "numpy", True) for a in step.args):
+        backend = backend_for(step.out.kind)
+        return Kernel(backend.forward(step.op), step.args, step.params, name=step.op.name)
+    rule = LOWERINGS["numpy"].get(step.op)
+    return rule(step) if rule is not None else _numpy_default(step)
 
 
-def _floating(node) -> bool:
-    return getattr(node.out.dtype, "kind", None) in "fc"
+def _numpy_default(step) -> Kernel:
+    op = step.op
+    ufunc = op.numpy
+    if isinstance(ufunc, np.ufunc) and not step.params:
+        style = "kw" if ufunc in _KEYWORD_OUT else "pos"
+        return Kernel(
+            ufunc, step.args, fresh=True, out_style=style, elementwise=ufunc.signature is None, name=ufunc.__name__
+        )
+    return Kernel(op.forward, step.args, step.params, fresh=op.fresh, name=op.name)
+
+
+def _relu(step):
+    return Kernel(np.maximum, (step.args[0], 0), fresh=True, out_style="kw", elementwise=True, name="maximum")
+
+
+def _sum(step):
+    if getattr(step.out.dtype, "kind", None) not in "fc":
+        return _numpy_default(step)
+    axis, keepdims = step.params.get("axis"), step.params.get("keepdims", False)
+    args = (step.args[0], axis, None)
+    return Kernel(np.add.reduce, args, {"keepdims": keepdims}, fresh=True, out_style="kw", name="add_reduce")
+
+
+def _masked(step):
+    same = getattr(step.args[1], "shape", None) == step.out.shape
+    return Kernel(masked, step.args, fresh=True, out_style="kw", elementwise=same, name="masked")
+
+
+def _transpose(step):
+    axes = step.params.get("axes")
+    return Kernel(None, (step.args[0],) if axes is None else (step.args[0], axes), method="transpose", view=True)
+
+
+def _cast(step):
+    return Kernel(None, (step.args[0], step.params["dtype"]), method="astype", fresh=True)
+
+
+LOWERINGS = {
+    "numpy": {
+        ops.relu.op: _relu,
+        ops.sum.op: _sum,
+        ops.elementwise.masked.op: _masked,
+        ops.transpose.op: _transpose,
+        ops.reshape.op: lambda step: Kernel(None, (step.args[0], step.params["shape"]), method="reshape"),
+        ops.getitem.op: lambda step: Kernel(None, (step.args[0], step.params["index"]), form="getitem"),
+        functional_input.op: lambda step: Kernel(None, (step.args[0],), method="view", view=True),
+        ops.astype.op: _cast,
+        GEMM_UPDATE: lambda step: Kernel(gemm_update, step.args, fresh=True, writes=0, name="gemm_update"),
+        SCATTER_ADD: lambda step: Kernel(
+            scatter_add, step.args, {"index": step.params["index"]}, fresh=True, writes=0, name="scatter_add"
+        ),
+    },
+}

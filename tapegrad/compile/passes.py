@@ -1,13 +1,13 @@
 """Rewrites of the traced graph, each one exact (the same numbers, bit for bit), then the order the program
-runs its nodes in.
+runs its steps in.
 
 - :func:`simplify`: a value that is another one (``x ** 1``, ``x * 1``, a reshape to its own shape, a cast to
   its own dtype, the transforms' ``functional_input`` view) is replaced by it; ``a + (-b)`` becomes ``a - b``
   and ``a - (-b)`` becomes ``a + b``; a ``broadcast_to`` read only by elementwise ops that broadcast anyway is
   dropped.
-- :func:`common_subexpressions`: two nodes computing the same op of the same inputs and parameters become one
+- :func:`common_subexpressions`: two steps computing the same op of the same inputs and parameters become one
   (draws excepted).
-- :func:`dead_code`: nodes whose values reach no output are removed (draws are kept, so a generator advances
+- :func:`dead_code`: steps whose values reach no output are removed (draws are kept, so a generator advances
   exactly as it does when the function runs eagerly).
 - :func:`fuse_updates` (after scheduling; not bit for bit): ``W - lr * (A @ B)`` written over a donated ``W``,
   whose product is read nowhere else, becomes one BLAS call, ``W += -lr * A @ B`` (GEMM with beta = 1): an
@@ -17,7 +17,7 @@ runs its nodes in.
   added into the gradient of the whole (a recurrent network's steps), becomes ``x[index] += g`` when nothing
   else reads ``x`` or the scattered zeros, for a basic index (no element twice): the same sums without a
   full-size array of zeros per slice (exact, but for the sign of a zero outside the slice).
-- :func:`schedule`: the traced order, except that a node that frees memory runs as soon as it can (a
+- :func:`schedule`: the traced order, except that a step that frees memory runs as soon as it can (a
   parameter update right after its gradient), so that fewer large values are alive at once. Draws keep their
   order among themselves.
 """
@@ -28,10 +28,12 @@ import heapq
 
 import numpy as np
 
+import tapegrad.ops as ops
+
+from .._scope import functional_input
 from ..backend._index import is_basic_index
-from ..registry import REGISTRY
-from .graph import Const, Node, Value, substitute, walk
-from .kernels import gemm_update, has_blas, kernel_of
+from .graph import Const, Step, Value, substitute, walk
+from .kernels import GEMM_UPDATE, SCATTER_ADD, has_blas, lower
 
 __all__ = [
     "simplify",
@@ -45,12 +47,16 @@ __all__ = [
 ]
 
 _FUSE_BYTES = 256 * 1024  # the smallest parameter whose update is fused into its gradient's product (measured)
+# ops whose output is their first input whenever it has that input's shape and dtype (a reshape to its own shape)
+_SAME_WHEN_SHAPED = frozenset(
+    (ops.reshape.op, ops.broadcast_to.op, functional_input.op, ops.astype.op, ops.squeeze.op, ops.expand_dims.op)
+)
 
 
-def uses_of(nodes, outputs) -> dict:
-    """id(value) -> how many nodes read it (each node once), plus one per output it is."""
+def uses_of(steps, outputs) -> dict:
+    """id(value) -> how many steps read it (each step once), plus one per output it is."""
     uses: dict = {}
-    for n in nodes:
+    for n in steps:
         for v in n.inputs():
             uses[id(v)] = uses.get(id(v), 0) + 1
     for o in outputs:
@@ -69,7 +75,7 @@ def _replace(graph, mapping) -> None:
             v = mapping[id(v)]
         return v
 
-    for n in graph.nodes:
+    for n in graph.steps:
         n.args = substitute(n.args, final)
         n.params = substitute(n.params, final)
     graph.outputs = [final(o) if isinstance(o, Value) else o for o in graph.outputs]
@@ -86,38 +92,31 @@ def _is_number(a, number) -> bool:
 def simplify(graph) -> None:
     """The exact rewrites of the module docstring, in place."""
     alias: dict = {}
-    uses = uses_of(graph.nodes, graph.outputs)
-    producers = {id(n.out): n for n in graph.nodes}
-    subtract, add = REGISTRY["subtract"], REGISTRY["add"]
-    for n in graph.nodes:
+    uses = uses_of(graph.steps, graph.outputs)
+    producers = {id(n.out): n for n in graph.steps}
+    add, subtract = ops.add.op, ops.subtract.op
+    for n in graph.steps:
         n.args = substitute(n.args, lambda v: alias.get(id(v), v))
         n.params = substitute(n.params, lambda v: alias.get(id(v), v))
-        out, args, name = n.out, n.args, n.name
+        out, args, op = n.out, n.args, n.op
         if n.random:
             continue
         same = None
-        if name == "power" and len(args) == 2 and _is_number(args[1], 1):
+        if op is ops.power.op and len(args) == 2 and _is_number(args[1], 1):
             same = args[0]
-        elif name == "multiply" and len(args) == 2:
+        elif op is ops.multiply.op and len(args) == 2:
             same = args[0] if _is_number(args[1], 1) else (args[1] if _is_number(args[0], 1) else None)
-        elif name in ("reshape", "broadcast_to", "functional_input", "astype", "squeeze", "expand_dims"):
-            same = args[0]
-        elif name == "transpose" and len(out.shape) <= 1:
+        elif op in _SAME_WHEN_SHAPED or (op is ops.transpose.op and len(out.shape) <= 1):
             same = args[0]
         if same is not None and _same(out, same):
             alias[id(out)] = same
             continue
-        if name in ("add", "subtract") and len(args) == 2 and out.numpy and n.fn in (np.add, np.subtract):
-            for k in (1, 0) if name == "add" else (1,):
+        if (op is add or op is subtract) and len(args) == 2 and out.numpy:
+            for k in (1, 0) if op is add else (1,):
                 neg = producers.get(id(args[k])) if isinstance(args[k], Value) else None
-                if neg is not None and neg.name == "negative" and uses.get(id(args[k])) == 1 and not neg.params:
-                    other = args[1 - k]
-                    inner = neg.args[0]
+                if neg is not None and neg.op is ops.negative.op and uses.get(id(args[k])) == 1 and not neg.params:
                     # a + (-b) == a - b and a - (-b) == a + b exactly, in every rounding
-                    if name == "add":
-                        n.op, n.name, n.fn, n.args = subtract, "subtract", np.subtract, (other, inner)
-                    else:
-                        n.op, n.name, n.fn, n.args = add, "add", np.add, (other, inner)
+                    n.op, n.args = (subtract if op is add else add), (args[1 - k], neg.args[0])
                     break
     _replace(graph, alias)
     _drop_broadcasts(graph)
@@ -126,12 +125,12 @@ def simplify(graph) -> None:
 def _drop_broadcasts(graph) -> None:
     """``broadcast_to(a, S)`` read only by NumPy ufuncs whose output keeps its shape with ``a`` itself."""
     readers: dict = {}
-    for n in graph.nodes:
+    for n in graph.steps:
         for v in n.inputs():
             readers.setdefault(id(v), []).append(n)
     outputs = {id(o) for o in graph.outputs if isinstance(o, Value)}
-    for n in graph.nodes:
-        if n.name != "broadcast_to" or not n.out.numpy or id(n.out) in outputs:
+    for n in graph.steps:
+        if n.op is not ops.broadcast_to.op or not n.out.numpy or id(n.out) in outputs:
             continue
         source = n.args[0]
         users = readers.get(id(n.out), [])
@@ -142,7 +141,8 @@ def _drop_broadcasts(graph) -> None:
 
 
 def _broadcasts_anyway(user, bcast, source) -> bool:
-    if not (isinstance(user.fn, np.ufunc) and user.fn.signature is None and not user.params):
+    ufunc = user.op.numpy  # called as the ufunc itself (kernels.py), which broadcasts its arguments
+    if not (isinstance(ufunc, np.ufunc) and ufunc.signature is None and not user.params and user.out.numpy):
         return False
     if any(p is bcast for p in walk(user.params)):
         return False
@@ -174,19 +174,19 @@ def _key(obj):
 
 
 def common_subexpressions(graph) -> None:
-    """Merge nodes that compute the same op of the same arguments and parameters (draws never)."""
+    """Merge steps that compute the same op of the same arguments and parameters (draws never)."""
     seen: dict = {}
     alias: dict = {}
     kept = []
-    for n in graph.nodes:
+    for n in graph.steps:
         n.args = substitute(n.args, lambda v: alias.get(id(v), v))
         n.params = substitute(n.params, lambda v: alias.get(id(v), v))
         if n.random:
             kept.append(n)
             continue
         try:
-            key = (id(n.fn), n.name, _key(n.args), _key(n.params))
-        except TypeError:  # an unhashable parameter: leave the node alone
+            key = (id(n.op), _key(n.args), _key(n.params))
+        except TypeError:  # an unhashable parameter: leave the step alone
             kept.append(n)
             continue
         first = seen.get(key)
@@ -195,34 +195,34 @@ def common_subexpressions(graph) -> None:
             continue
         seen[key] = n
         kept.append(n)
-    graph.nodes = kept
+    graph.steps = kept
     _replace(graph, alias)
 
 
 def dead_code(graph) -> None:
-    """Remove the nodes whose values no output needs (draws stay)."""
+    """Remove the steps whose values no output needs (draws stay)."""
     live = {id(o) for o in graph.outputs if isinstance(o, Value)}
     kept = []
-    for n in reversed(graph.nodes):
+    for n in reversed(graph.steps):
         if id(n.out) in live or n.random:
             kept.append(n)
             live.update(id(v) for v in n.inputs())
     kept.reverse()
-    graph.nodes = kept
+    graph.steps = kept
 
 
 def donation_edges(graph, matched) -> dict:
-    """For each donated input ``W`` whose new value ``matched`` maps it to: the node computing that value must
+    """For each donated input ``W`` whose new value ``matched`` maps it to: the step computing that value must
     run after every other read of ``W``'s memory (``W`` and the views of it), so that it can write over ``W``;
-    id(update node) -> ids of the nodes it must follow (none that depend on the update itself)."""
+    id(update step) -> ids of the steps it must follow (none that depend on the update itself)."""
     readers: dict = {}
-    for n in graph.nodes:
+    for n in graph.steps:
         for v in n.inputs():
             readers.setdefault(id(v), []).append(n)
     edges: dict = {}
     for w in graph.inputs:
         out = matched.get(id(w))
-        update = out.node if out is not None else None
+        update = out.step if out is not None else None
         if update is None:
             continue
         skip = _descendants(update, readers) | {id(update)}  # the update, and what depends on it
@@ -233,8 +233,8 @@ def donation_edges(graph, matched) -> dict:
 
 
 def _reads_of_memory(w, readers, skip: set) -> list:
-    """The nodes that read ``w``'s memory: ``w`` itself and, through them, the views computed from it (a node
-    whose kernel makes no fresh array and that takes the value as an argument, not as an index), but the nodes
+    """The steps that read ``w``'s memory: ``w`` itself and, through them, the views computed from it (a step
+    whose kernel makes no fresh array and that takes the value as an argument, not as an index), but the steps
     whose ids are in ``skip``, nor what they read."""
     found, stack, seen = [], [w], set()
     while stack:
@@ -246,13 +246,13 @@ def _reads_of_memory(w, readers, skip: set) -> list:
             if id(r) in skip:
                 continue
             found.append(r)
-            if not kernel_of(r).fresh and any(a is v for a in r.args):
+            if not lower(r).fresh and any(a is v for a in r.args):
                 stack.append(r.out)
     return found
 
 
-def _descendants(node, readers) -> set:
-    out, stack = set(), [node]
+def _descendants(step, readers) -> set:
+    out, stack = set(), [step]
     while stack:
         for r in readers.get(id(stack.pop().out), ()):
             if id(r) not in out:
@@ -262,19 +262,19 @@ def _descendants(node, readers) -> set:
 
 
 def schedule(graph, frees, after=None) -> None:
-    """Reorder ``graph.nodes``: the traced order, but a ready node for which ``frees(node, remaining)`` is true
+    """Reorder ``graph.steps``: the traced order, but a ready step for which ``frees(step, remaining)`` is true
     (it frees more memory than it takes, given how many reads each value has left) runs first, and so does
     an elementwise step whose only reader it then makes ready and which frees memory (a chain such as
-    ``lr * g`` then ``p - that``). Dependencies, ``after`` (id(node) -> ids of nodes it must follow) and the
+    ``lr * g`` then ``p - that``). Dependencies, ``after`` (id(step) -> ids of steps it must follow) and the
     order of draws are kept."""
-    nodes = graph.nodes
-    if len(nodes) < 3:
+    steps = graph.steps
+    if len(steps) < 3:
         return
-    producer = {id(n.out): n for n in nodes}
+    producer = {id(n.out): n for n in steps}
     deps, readers = {}, {}
     last_random = None
     after = after or {}
-    for n in nodes:
+    for n in steps:
         d = {id(producer[id(v)]) for v in n.inputs() if id(v) in producer} | after.get(id(n), set())
         if n.random:
             if last_random is not None:
@@ -283,9 +283,9 @@ def schedule(graph, frees, after=None) -> None:
         deps[id(n)] = d
         for k in d:
             readers.setdefault(k, []).append(n)
-    remaining = uses_of(nodes, graph.outputs)
-    waiting = {id(n): len(deps[id(n)]) for n in nodes}
-    ready = [(n.order, id(n), n) for n in nodes if not waiting[id(n)]]
+    remaining = uses_of(steps, graph.outputs)
+    waiting = {id(n): len(deps[id(n)]) for n in steps}
+    ready = [(n.order, id(n), n) for n in steps if not waiting[id(n)]]
     heapq.heapify(ready)
     done, order = set(), []
     while ready:
@@ -307,8 +307,8 @@ def schedule(graph, frees, after=None) -> None:
             waiting[id(r)] -= 1
             if not waiting[id(r)]:
                 heapq.heappush(ready, (r.order, id(r), r))
-    assert len(order) == len(nodes), "the graph has a cycle"
-    graph.nodes = order
+    assert len(order) == len(steps), "the graph has a cycle"
+    graph.steps = order
 
 
 def fuse_updates(graph, matched) -> None:
@@ -317,28 +317,28 @@ def fuse_updates(graph, matched) -> None:
     the product."""
     if not matched:
         return
-    nodes = graph.nodes
-    pos = {id(n): i for i, n in enumerate(nodes)}
-    uses = uses_of(nodes, graph.outputs)
+    steps = graph.steps
+    pos = {id(n): i for i, n in enumerate(steps)}
+    uses = uses_of(steps, graph.outputs)
     readers: dict = {}
-    for n in nodes:
+    for n in steps:
         for v in n.inputs():
             readers.setdefault(id(v), []).append(n)
     drop: set = set()
     for w in graph.inputs:
         out = matched.get(id(w))
-        update = out.node if out is not None else None
-        if update is None or update.name != "subtract" or len(update.args) != 2 or update.args[0] is not w:
+        update = out.step if out is not None else None
+        if update is None or update.op is not ops.subtract.op or len(update.args) != 2 or update.args[0] is not w:
             continue
         scaled = update.args[1]
-        scale = scaled.node if isinstance(scaled, Value) else None
-        if scale is None or scale.name != "multiply" or uses.get(id(scaled)) != 1 or len(scale.args) != 2:
+        scale = scaled.step if isinstance(scaled, Value) else None
+        if scale is None or scale.op is not ops.multiply.op or uses.get(id(scaled)) != 1 or len(scale.args) != 2:
             continue
         lr, grad = scale.args if isinstance(scale.args[1], Value) else scale.args[::-1]
-        if not (lr.__class__ is float and isinstance(grad, Value) and grad.node is not None):
+        if not (lr.__class__ is float and isinstance(grad, Value) and grad.step is not None):
             continue
-        product = grad.node
-        if product.name != "matmul" or uses.get(id(grad)) != 1 or len(product.args) != 2:
+        product = grad.step
+        if product.op is not ops.matmul.op or uses.get(id(grad)) != 1 or len(product.args) != 2:
             continue
         a, b = product.args
         if not all(
@@ -351,40 +351,39 @@ def fuse_updates(graph, matched) -> None:
         last_other = max((pos[id(r)] for r in _reads_of_memory(w, readers, {id(update)})), default=-1)
         if last_other >= pos[id(product)]:
             continue
-        fused = Node(None, "gemm_update", gemm_update, (w, a, b, -lr), {}, out, update.line, update.grad_of)
+        fused = Step(GEMM_UPDATE, (w, a, b, -lr), {}, out, update.line, update.grad_of)
         fused.order = product.order
         fused.meta = "matmul, multiply and subtract in one GEMM"
-        out.node = fused
-        nodes[pos[id(product)]] = fused
+        out.step = fused
+        steps[pos[id(product)]] = fused
         drop.update((id(scale), id(update)))
     if drop:
-        graph.nodes = [n for n in nodes if id(n) not in drop]
+        graph.steps = [n for n in steps if id(n) not in drop]
 
 
 def accumulate_scatters(graph) -> None:
     """The scatter-accumulation rewrite of the module docstring (after scheduling)."""
-    uses = uses_of(graph.nodes, graph.outputs)
+    uses = uses_of(graph.steps, graph.outputs)
     drop: set = set()
-    for n in graph.nodes:
-        if n.name != "add" or len(n.args) != 2 or n.fn is not np.add or not n.out.numpy:
+    for n in graph.steps:
+        if n.op is not ops.add.op or len(n.args) != 2 or not n.out.numpy:
             continue
         for k in (0, 1):
             s, x = n.args[k], n.args[1 - k]
-            scatter = s.node if isinstance(s, Value) else None
-            if scatter is None or scatter.name != "scatter" or uses.get(id(s)) != 1 or id(scatter) in drop:
+            scatter = s.step if isinstance(s, Value) else None
+            if scatter is None or scatter.op is not ops.scatter.op or uses.get(id(s)) != 1 or id(scatter) in drop:
                 continue
             index, g = scatter.params.get("index"), scatter.args[0] if scatter.args else None
-            if not (isinstance(x, Value) and x.node is not None and isinstance(g, Value) and g.numpy):
+            if not (isinstance(x, Value) and x.step is not None and isinstance(g, Value) and g.numpy):
                 continue
             if any(True for _ in walk(index)) or not is_basic_index(index):
                 continue  # an index array (traced, or with repeats): np.add.at would add in another order
-            whole = kernel_of(x.node).fresh and uses.get(id(x)) == 1  # read only here: no view of it survives
+            whole = lower(x.step).fresh and uses.get(id(x)) == 1  # read only here: no view of it survives
             same = x.shape == n.out.shape == s.shape and x.dtype == n.out.dtype == g.dtype == s.dtype
             if whole and same and x.strides == n.out.strides:
-                n.name, n.fn, n.op = "scatter_add", None, None
-                n.args, n.params = (x, g), {"index": index}
+                n.op, n.args, n.params = SCATTER_ADD, (x, g), {"index": index}
                 n.meta = "add of a scatter, into the slice"
                 drop.add(id(scatter))
                 break
     if drop:
-        graph.nodes = [m for m in graph.nodes if id(m) not in drop]
+        graph.steps = [m for m in graph.steps if id(m) not in drop]

@@ -1,11 +1,11 @@
 """The memory plan: which buffer each value lives in, and when each dies.
 
-From the scheduled nodes and each value's last read:
+From the scheduled steps and each value's last read:
 
-- **In place.** An elementwise NumPy node writes its output over an input of the same shape and dtype when
-  that input (and every view of it) is read for the last time by this node and the program allocated it
+- **In place.** An elementwise NumPy step writes its output over an input of the same shape and dtype when
+  that input (and every view of it) is read for the last time by this step and the program allocated it
   (never an argument or a constant, unless the argument was donated).
-- **Planned buffers.** Every other value a NumPy node computes into a new array (ufuncs, ``matmul``, sums),
+- **Planned buffers.** Every other value a NumPy step computes into a new array (ufuncs, ``matmul``, sums),
   that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte array the program keeps between calls,
   into which such values are written with ``out=``. Regions are assigned by liveness (greedy by size), so two
   values share memory when their lifetimes do not overlap; the arena's size is the plan's peak.
@@ -20,7 +20,7 @@ its members are dead.
 from __future__ import annotations
 
 from .graph import Value
-from .kernels import kernel_of
+from .kernels import lower
 
 __all__ = ["Plan", "plan", "frees"]
 
@@ -29,7 +29,7 @@ NEVER = 1 << 60  # the last read of an output: after the program
 
 
 class Buffer:
-    """Memory a node's output needs: planned in the arena, or allocated by the call itself."""
+    """Memory a step's output needs: planned in the arena, or allocated by the call itself."""
 
     __slots__ = ("root", "size", "start", "cls", "offset", "name")
 
@@ -55,23 +55,23 @@ class AliasClass:
 
 
 class Plan:
-    """What :func:`plan` decided: per node its kernel, in-place input and buffer; per position the values to
+    """What :func:`plan` decided: per step its kernel, in-place input and buffer; per position the values to
     delete after it; the arena's size."""
 
     def __init__(self):
-        self.kernels: dict = {}  # id(node) -> Kernel
-        self.inplace: dict = {}  # id(node) -> the input value its output overwrites
-        self.buffer: dict = {}  # id(node) -> Buffer in the arena
+        self.kernels: dict = {}  # id(step) -> Kernel
+        self.inplace: dict = {}  # id(step) -> the input value its output overwrites
+        self.buffer: dict = {}  # id(step) -> Buffer in the arena
         self.free_after: dict = {}  # position -> [values to delete]
         self.arena_bytes = 0
         self.buffers: list = []  # arena buffers, in order of their names
         self.donated: dict = {}  # id(input value) -> the output value written over it
 
 
-def last_reads(nodes, outputs) -> dict:
+def last_reads(steps, outputs) -> dict:
     """id(value) -> position of its last read (``NEVER`` for an output)."""
     last: dict = {}
-    for i, n in enumerate(nodes):
+    for i, n in enumerate(steps):
         for v in n.inputs():
             last[id(v)] = i
     for o in outputs:
@@ -81,29 +81,29 @@ def last_reads(nodes, outputs) -> dict:
 
 
 def frees(kernels):
-    """The scheduler's test: does running ``node`` now free more memory than it takes?"""
+    """The scheduler's test: does running ``step`` now free more memory than it takes?"""
 
-    def test(node, remaining):
-        k = kernels.get(id(node))
+    def test(step, remaining):
+        k = kernels.get(id(step))
         if k is None:
-            k = kernels[id(node)] = kernel_of(node)
+            k = kernels[id(step)] = lower(step)
         freed = 0
         dying_same = False
-        for v in node.inputs():
-            if remaining.get(id(v), 0) == 1 and v.node is not None and kernels_fresh(kernels, v.node):
+        for v in step.inputs():
+            if remaining.get(id(v), 0) == 1 and v.step is not None and kernels_fresh(kernels, v.step):
                 freed += v.nbytes
-                if v.shape == node.out.shape and v.dtype == node.out.dtype:
+                if v.shape == step.out.shape and v.dtype == step.out.dtype:
                     dying_same = True
-        taken = 0 if not k.fresh or (k.elementwise and dying_same) else node.out.nbytes
+        taken = 0 if not k.fresh or (k.elementwise and dying_same) else step.out.nbytes
         return freed > taken
 
     return test
 
 
-def kernels_fresh(kernels, node) -> bool:
-    k = kernels.get(id(node))
+def kernels_fresh(kernels, step) -> bool:
+    k = kernels.get(id(step))
     if k is None:
-        k = kernels[id(node)] = kernel_of(node)
+        k = kernels[id(step)] = lower(step)
     return k.fresh
 
 
@@ -113,8 +113,8 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
     that may be written over it (the new value of a donated argument)."""
     p = Plan()
     p.donated = donated or {}
-    nodes = graph.nodes
-    last = last_reads(nodes, graph.outputs)
+    steps = graph.steps
+    last = last_reads(steps, graph.outputs)
     cls_of: dict = {}
 
     def new_class(v, foreign, at):
@@ -127,8 +127,8 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
 
     for v in graph.inputs:
         new_class(v, foreign=id(v) not in p.donated, at=-1)
-    for i, n in enumerate(nodes):
-        k = p.kernels[id(n)] = kernel_of(n)
+    for i, n in enumerate(steps):
+        k = p.kernels[id(n)] = lower(n)
         out = n.out
         target = None
         if k.writes is not None:  # a fused update writes over its donated argument
@@ -193,26 +193,23 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if id(c) in seen or c.end >= NEVER:
             continue
         seen.add(id(c))
-        names = [m for m in c.members if m.node is not None]
+        names = [m for m in c.members if m.step is not None]
         if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
     return p
 
 
-_VIEWS = frozenset(("transpose", "view"))  # methods that always return a view, never a copy
-
-
 def _holds_memory(p, m) -> bool:
     """Whether value ``m`` may hold memory of its own that the program allocated outside the arena."""
-    node = m.node
-    k = p.kernels[id(node)]
+    step = m.step
+    k = p.kernels[id(step)]
     if k.fresh:
-        return id(node) not in p.buffer and id(node) not in p.inplace
-    return k.method not in _VIEWS
+        return id(step) not in p.buffer and id(step) not in p.inplace
+    return not k.view
 
 
 def _inplace_target(p, k, out, cls_of, i):
-    """The input an elementwise node may overwrite: same shape and dtype, a whole array the program made (or
+    """The input an elementwise step may overwrite: same shape and dtype, a whole array the program made (or
     a donated argument), read for the last time here together with everything sharing its memory."""
     if not (out.numpy and len(out.shape) >= 1):
         return None
@@ -225,7 +222,7 @@ def _inplace_target(p, k, out, cls_of, i):
         if a.input_index is not None:
             if p.donated.get(id(a)) is out:  # a donated argument takes its own new value only
                 return a
-        elif p.kernels[id(a.node)].fresh:
+        elif p.kernels[id(a.step)].fresh:
             return a
     return None
 

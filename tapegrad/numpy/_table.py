@@ -32,9 +32,6 @@ import tapegrad.ops as ops
 
 from .._tensor import Tensor
 
-# tapegrad's constructors take no array argument: NumPy's own (zeros, eye, arange) serve tapegrad.numpy
-_NOT_NUMPY_FUNCTIONS = frozenset(("zeros", "ones", "eye", "arange", "full", "rand", "randn"))
-
 
 def _nograd(name, numpy_function):
     """A NumPy function whose result has no derivative, run on the values of its tensor arguments."""
@@ -102,7 +99,9 @@ IN_PLACE = {
 
 
 def _main() -> dict:
-    table = {n: getattr(ops, n) for n in ops.__all__ if hasattr(np, n) and n not in _NOT_NUMPY_FUNCTIONS}
+    # tapegrad's constructors take no array argument: NumPy's own (zeros, eye, arange) serve tapegrad.numpy
+    constructors = set(ops.creation.CONSTRUCTORS)
+    table = {n: getattr(ops, n) for n in ops.__all__ if hasattr(np, n) and getattr(ops, n) not in constructors}
     table.update(
         {
             # reductions and scans, under NumPy's signatures
@@ -139,7 +138,7 @@ def _main() -> dict:
         "meshgrid where astype zeros_like ones_like empty_like full_like linspace"
     ).split():
         table[name] = getattr(sig, name)
-    table["around"] = table["round"]
+    table["around"], table["row_stack"] = table["round"], table["vstack"]  # NumPy's second spellings of its own
     for name in (
         "diff ediff1d gradient trapezoid interp unwrap cov corrcoef logspace geomspace cumulative_sum "
         "cumulative_prod nancumsum nancumprod divmod modf frexp ldexp nextafter real_if_close"
@@ -158,27 +157,8 @@ def _main() -> dict:
         table[name] = getattr(_nanquantiles, name)
     for name in "vander polyval polyadd polysub polymul polydiv polyder polyint poly roots polyfit".split():
         table[name] = getattr(_polynomials, name)
-    # NumPy 2's other spellings of the same functions
-    table.update(
-        {
-            alias: table[name]
-            for alias, name in (
-                ("abs", "absolute"),
-                ("acos", "arccos"),
-                ("asin", "arcsin"),
-                ("atan", "arctan"),
-                ("atan2", "arctan2"),
-                ("acosh", "arccosh"),
-                ("asinh", "arcsinh"),
-                ("atanh", "arctanh"),
-                ("pow", "power"),
-                ("true_divide", "divide"),
-                ("bitwise_not", "invert"),
-                ("bitwise_invert", "invert"),
-                ("row_stack", "vstack"),
-            )
-        }
-    )
+    for name, alias in numpy_aliases(table):  # NumPy 2's other spellings of the same functions (np.acos)
+        table.setdefault(alias, table[name])
     for name in NOGRAD_FUNCTIONS:
         table[name] = _nograd(name, getattr(np, name))
     table.update(shape=_shape, ndim=_ndim, size=_size)
@@ -187,6 +167,23 @@ def _main() -> dict:
     for name, instead in IN_PLACE.items():
         table[name] = _arrays.in_place(name, instead)
     return {n: f for n, f in table.items() if hasattr(np, n)}
+
+
+def numpy_aliases(names):
+    """``(name, alias)`` for each other name NumPy binds to the function of each of ``names`` (``np.acos`` is
+    ``np.arccos``: its NumPy 2 spelling).
+
+    >>> sorted(numpy_aliases(["arccos", "power", "exp"]))
+    [('arccos', 'acos'), ('power', 'pow')]
+    """
+    by_object: dict = {}
+    for n in dir(np):
+        f = getattr(np, n)
+        if not n.startswith("_") and callable(f) and not isinstance(f, type):
+            by_object.setdefault(id(f), []).append(n)
+    return [
+        (name, alias) for name in names for alias in by_object.get(id(getattr(np, name, None)), ()) if alias != name
+    ]
 
 
 # Shapes are read off the tensor, never off its values: a lazy (Dask) array must not be computed for them.

@@ -1,466 +1,112 @@
 """The ops, by family; each family file is a table of derivatives registered in ``tapegrad.registry``.
 
+``tapegrad.ops`` (and ``tapegrad``'s top level) is every public function of the families below: each
+``defop`` row with a public name, each wrapper that gives an op NumPy's signature (``sum`` for the op
+``sum``), each function composed of ops (``meshgrid``), and the aliases a family binds (``amax = max``).
+Nothing lists them again: a function defined in a family file is here. A wrapper named as an op of its file is
+that op's public function (``tg.sum.op is REGISTRY["sum"]``). The linear-algebra and FFT families
+(``linalg``, ``decompositions``, ``matrix_functions``, ``fft``) are ``tapegrad.linalg``'s and
+``tapegrad.fft``'s instead (but ``matmul``, a product).
+
 ``tensor_rules`` is the namespace rules compute with when a replay is itself recorded (``create_graph``):
 NumPy's names, implemented by tapegrad's differentiable ops. Importing this package puts it into the
 replay's slot for it (:func:`tapegrad.core.replay.set_differentiable_rules`).
+
+>>> import tapegrad.ops as ops
+>>> ops.exp.op.name, ops.sum.op is ops.sum.op.function.op, "meshgrid" in ops.__all__
+('exp', True, True)
 """
+
+import types
 
 import numpy as np
 
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..core.replay import set_differentiable_rules
-from . import decompositions, determinants, fft, matrix_functions  # noqa: F401  (the linear-algebra and FFT ops)
-from .activations import elu, erf, erfc, gelu, hardtanh, leaky_relu, log_sigmoid, relu6, selu, silu, softplus
-from .arrange import (
-    flatten,
-    flip,
-    fliplr,
-    flipud,
-    moveaxis,
-    pad,
-    ravel,
-    repeat,
-    roll,
-    rollaxis,
-    rot90,
-    tile,
-)
-from .compare import (
-    argmax,
-    argmin,
-    equal,
-    greater,
-    greater_equal,
-    less,
-    less_equal,
-    nonzero,
-    not_equal,
-)
-from .complex_numbers import angle, conj, conjugate, imag, real, sign
-from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d, fold, unfold
-from .creation import (
-    arange,
-    eye,
-    full,
-    full_like,
-    linspace,
-    ones,
-    ones_like,
-    rand,
-    randn,
-    zeros,
-    zeros_like,
-)
-from .cumulative import cumprod, cumsum, prod
-from .elementwise import (
-    absolute,
-    add,
-    astype,
-    clip,
-    cos,
-    divide,
-    exp,
-    log,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    power,
-    relu,
-    sigmoid,
-    sin,
-    sqrt,
-    subtract,
-    tanh,
-    where,
-)
-from .elementwise import masked as _masked
-from .indexing import (
-    argpartition,
-    argsort,
-    index_add,
-    index_update,
-    partition,
-    scatter_along_axis,
-    sort,
-    take,
-    take_along_axis,
-)
-from .joining import (
-    append,
-    array_split,
-    atleast_1d,
-    atleast_2d,
-    atleast_3d,
-    broadcast_arrays,
-    column_stack,
-    dsplit,
-    dstack,
-    hsplit,
-    hstack,
-    meshgrid,
-    row_stack,
-    split,
-    vsplit,
-    vstack,
-)
-from .linalg import matmul
-from .linear import (
-    convolve,
-    correlate,
-    diag,
-    diagflat,
-    diagonal,
-    dot,
-    einsum,
-    inner,
-    kron,
-    matvec,
-    outer,
-    tensordot,
-    trace,
-    tril,
-    triu,
-    vdot,
-    vecdot,
-    vecmat,
-)
-from .math import (
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    around,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    cbrt,
-    ceil,
-    copysign,
-    cosh,
-    deg2rad,
-    degrees,
-    exp2,
-    expm1,
-    fabs,
-    fix,
-    float_power,
-    floor,
-    floor_divide,
-    fmax,
-    fmin,
-    fmod,
-    heaviside,
-    hypot,
-    invert,
-    isfinite,
-    isinf,
-    isnan,
-    log1p,
-    log2,
-    log10,
-    logaddexp,
-    logaddexp2,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    mod,
-    nan_to_num,
-    positive,
-    rad2deg,
-    radians,
-    reciprocal,
-    remainder,
-    rint,
-    round,
-    signbit,
-    sinc,
-    sinh,
-    square,
-    tan,
-    trunc,
-)
-from .norm import standardize
-from .pool import adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
-from .quantiles import median, percentile, quantile
-from .reductions import log_softmax, logsumexp, max, mean, min, softmax, sum, var
-from .selection import (
-    compress,
-    delete,
-    extract,
-    insert,
-    select,
-)
-from .shape import (
-    broadcast_to,
-    concatenate,
-    expand_dims,
-    getitem,
-    reshape,
-    scatter,
-    squeeze,
-    stack,
-    swapaxes,
-    transpose,
-)
-from .statistics import (
-    all,
-    amax,
-    amin,
-    any,
-    average,
-    count_nonzero,
-    nanmax,
-    nanmean,
-    nanmin,
-    nanprod,
-    nanstd,
-    nansum,
-    nanvar,
-    ptp,
-    std,
+from ..registry import NONDIFF, REGISTRY
+from . import (  # noqa: F401  (the linear-algebra and FFT families: registered here, public elsewhere)
+    activations,
+    arrange,
+    compare,
+    complex_numbers,
+    conv,
+    creation,
+    cumulative,
+    decompositions,
+    determinants,
+    elementwise,
+    fft,
+    indexing,
+    joining,
+    linalg,
+    linear,
+    math,
+    matrix_functions,
+    norm,
+    pool,
+    quantiles,
+    reductions,
+    selection,
+    shape,
+    statistics,
 )
 
-__all__ = [
-    "absolute",
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "add",
-    "all",
-    "amax",
-    "amin",
-    "angle",
-    "any",
-    "append",
-    "arange",
-    "arccos",
-    "arccosh",
-    "arcsin",
-    "arcsinh",
-    "arctan",
-    "arctan2",
-    "arctanh",
-    "argmax",
-    "argmin",
-    "argpartition",
-    "argsort",
-    "around",
-    "array_split",
-    "astype",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "average",
-    "avg_pool1d",
-    "avg_pool2d",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "broadcast_arrays",
-    "broadcast_to",
-    "cbrt",
-    "ceil",
-    "clip",
-    "column_stack",
-    "compress",
-    "concatenate",
-    "conj",
-    "conjugate",
-    "conv1d",
-    "conv2d",
-    "conv_transpose1d",
-    "conv_transpose2d",
-    "convolve",
-    "copysign",
-    "correlate",
-    "cos",
-    "cosh",
-    "count_nonzero",
-    "cumprod",
-    "cumsum",
-    "deg2rad",
-    "degrees",
-    "delete",
-    "diag",
-    "diagflat",
-    "diagonal",
-    "divide",
-    "dot",
-    "dsplit",
-    "dstack",
-    "einsum",
-    "elu",
-    "equal",
-    "erf",
-    "erfc",
-    "exp",
-    "exp2",
-    "expand_dims",
-    "expm1",
-    "extract",
-    "eye",
-    "fabs",
-    "fix",
-    "flatten",
-    "flip",
-    "fliplr",
-    "flipud",
-    "float_power",
-    "floor",
-    "floor_divide",
-    "fmax",
-    "fmin",
-    "fmod",
-    "fold",
-    "full",
-    "full_like",
-    "gelu",
-    "getitem",
-    "greater",
-    "greater_equal",
-    "hardtanh",
-    "heaviside",
-    "hsplit",
-    "hstack",
-    "hypot",
-    "imag",
-    "index_add",
-    "index_update",
-    "inner",
-    "insert",
-    "invert",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "kron",
-    "leaky_relu",
-    "less",
-    "less_equal",
-    "linspace",
-    "log",
-    "log10",
-    "log1p",
-    "log2",
-    "log_sigmoid",
-    "log_softmax",
-    "logaddexp",
-    "logaddexp2",
-    "logical_and",
-    "logical_not",
-    "logical_or",
-    "logical_xor",
-    "logsumexp",
-    "matmul",
-    "matvec",
-    "max",
-    "max_pool1d",
-    "max_pool2d",
-    "maximum",
-    "mean",
-    "median",
-    "meshgrid",
-    "min",
-    "minimum",
-    "mod",
-    "moveaxis",
-    "multiply",
-    "nan_to_num",
-    "nanmax",
-    "nanmean",
-    "nanmin",
-    "nanprod",
-    "nanstd",
-    "nansum",
-    "nanvar",
-    "negative",
-    "nonzero",
-    "not_equal",
-    "ones",
-    "ones_like",
-    "outer",
-    "pad",
-    "partition",
-    "percentile",
-    "positive",
-    "power",
-    "prod",
-    "ptp",
-    "quantile",
-    "rad2deg",
-    "radians",
-    "rand",
-    "randn",
-    "ravel",
-    "real",
-    "reciprocal",
-    "relu",
-    "relu6",
-    "remainder",
-    "repeat",
-    "reshape",
-    "rint",
-    "roll",
-    "rollaxis",
-    "rot90",
-    "round",
-    "row_stack",
-    "scatter",
-    "scatter_along_axis",
-    "select",
-    "selu",
-    "sigmoid",
-    "sign",
-    "signbit",
-    "silu",
-    "sin",
-    "sinc",
-    "sinh",
-    "softmax",
-    "softplus",
-    "sort",
-    "split",
-    "sqrt",
-    "square",
-    "squeeze",
-    "stack",
-    "standardize",
-    "std",
-    "subtract",
-    "sum",
-    "swapaxes",
-    "take",
-    "take_along_axis",
-    "tan",
-    "tanh",
-    "tensordot",
-    "tile",
-    "trace",
-    "transpose",
-    "tril",
-    "triu",
-    "trunc",
-    "unfold",
-    "var",
-    "vdot",
-    "vecdot",
-    "vecmat",
-    "vsplit",
-    "vstack",
-    "where",
-    "zeros",
-    "zeros_like",
-]
+# the families whose public functions are tapegrad's top-level functions; the others' are tapegrad.linalg's
+# and tapegrad.fft's
+FAMILIES = (
+    activations, arrange, compare, complex_numbers, conv, creation, cumulative, elementwise, indexing, joining,
+    linear, math, norm, pool, quantiles, reductions, selection, shape, statistics,
+)  # fmt: skip
+_OTHERS = (decompositions, determinants, fft, linalg, matrix_functions)
+
+
+def _public_functions(family) -> dict:
+    """The functions ``family`` binds to a public name: its own, its ops', and those of other families it binds
+    under another name (an alias); not its helpers (from ``_``-modules) nor unregistered ops (``masked``)."""
+    out = {}
+    for name, f in vars(family).items():
+        if name.startswith("_") or not isinstance(f, types.FunctionType):
+            continue
+        home = f.__module__ or ""
+        if not home.startswith(__name__ + ".") or home.rsplit(".", 1)[1].startswith("_"):
+            continue  # imported from outside the ops' families (a helper, the registry)
+        op = getattr(f, "op", None)
+        if op is not None and REGISTRY.get(op.name) is not op and NONDIFF.get(op.name) is not op:
+            continue
+        out[name] = f
+    return out
+
+
+def _link(name, f) -> None:
+    """A wrapper named as an op of its own file is that op's public function."""
+    if getattr(f, "op", None) is not None:
+        return
+    op = REGISTRY.get(name) or NONDIFF.get(name)
+    if op is not None and op.module == f.__module__:
+        op.function, f.op = f, op
+
+
+def _collect() -> list:
+    names = {}
+    for family in FAMILIES:
+        for name, f in _public_functions(family).items():
+            if names.setdefault(name, f) is not f:
+                raise ImportError(f"tapegrad.ops: {name} is two functions, {names[name]} and {f}")
+    for family in FAMILIES + _OTHERS:
+        for name, f in _public_functions(family).items():
+            _link(name, f)
+    globals().update(names)
+    return sorted(names)
+
+
+__all__ = _collect()
 
 
 class _TensorRules:
     """NumPy's names, implemented by tapegrad's differentiable ops: what rules compute with on a recorded
-    replay. Any public op of ``tapegrad.ops`` is found by its name; constructors (``zeros``, ``ones_like``...)
-    give constant tensors; NumPy's constants and dtypes pass through."""
+    replay. Any public op of ``tapegrad.ops`` is found by its name; the NumPy constructors tapegrad has no
+    function for (``empty``, ``identity``) give constant tensors; NumPy's constants and dtypes pass through."""
 
     name = "tapegrad"
 
@@ -468,7 +114,7 @@ class _TensorRules:
         if attr.startswith("__"):
             raise AttributeError(attr)
         f = globals().get(attr) if attr in __all__ else None
-        if f is None and attr in _CONSTRUCTORS:
+        if f is None and attr in _NUMPY_CONSTRUCTORS:
             f = _constant(attr)
         if f is None:
             value = getattr(np, attr, None)
@@ -483,17 +129,17 @@ class _TensorRules:
 
     @staticmethod
     def masked(cond, g):
-        return _masked(cond, g)
+        return elementwise.masked(cond, g)
 
     @staticmethod
     def astype(x, dtype):
-        return astype(x, dtype=dtype)
+        return elementwise.astype(x, dtype=dtype)
 
     @staticmethod
     def getitem(x, index):
-        return getitem(x, index=index)
+        return shape.getitem(x, index=index)
 
-    scatter = staticmethod(scatter)
+    scatter = staticmethod(shape.scatter)
 
 
 def _constant(name):
@@ -507,8 +153,7 @@ def _constant(name):
     return fn
 
 
-_CONSTRUCTORS = frozenset(
-    ("zeros", "ones", "full", "empty", "eye", "identity", "arange", "linspace", "zeros_like", "ones_like", "full_like")
-)
+# NumPy's constructors that tapegrad has no function of the same name for (its own, such as ``zeros``, are ops)
+_NUMPY_CONSTRUCTORS = frozenset(("empty", "identity"))
 tensor_rules = _TensorRules()
 set_differentiable_rules(tensor_rules)

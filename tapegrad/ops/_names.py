@@ -38,4 +38,5 @@ def forward(numpy_f, standard):
         return getattr(xp, standard)(*xs) if isinstance(standard, str) else standard(xp, *xs)
 
     fn.__name__ = fn.__qualname__ = f"{name}_forward"
+    fn.numpy = numpy_f  # what the op computes on NumPy arrays (tapegrad.registry.Op.numpy)
     return fn

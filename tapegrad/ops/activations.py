@@ -87,6 +87,9 @@ def _erf(x, *, xp=np):
     special = _scipy_special() if _is_numpy(x, xp) else None
     if special is not None:
         return special.erf(x)
+    own = getattr(xp, "erf", None)  # a library's own (Dask's: SciPy's per chunk)
+    if own is not None:
+        return own(x)
     e, _ = _erf_parts(x, xp)
     return xp.where(x < 0, -e, e)
 
@@ -95,6 +98,9 @@ def _erfc(x, *, xp=np):
     special = _scipy_special() if _is_numpy(x, xp) else None
     if special is not None:
         return special.erfc(x)
+    own = getattr(xp, "erfc", None)
+    if own is not None:
+        return own(x)
     _, c = _erf_parts(x, xp)
     return xp.where(x < 0, 2.0 - c, c)
 
@@ -155,28 +161,30 @@ def _hardtanh_vjp(xp, g, ans, x, min_val=-1.0, max_val=1.0):
 
 
 # fmt: off
-erf = defop("erf", _erf, lambda xp, g, ans, x: g * _gauss(xp, x), save="x",
+erf = defop("erf", _erf, lambda xp, g, ans, x: g * _gauss(xp, x), save="x", elementwise=True,
             doc="The error function 2/sqrt(pi) * integral of exp(-t^2) from 0 to x (SciPy's values when installed).\n\n"
                 ">>> import tapegrad as tg\n>>> round(tg.erf(tg.Tensor(1.0)).item(), 12)\n0.84270079295")
-erfc = defop("erfc", _erfc, lambda xp, g, ans, x: -g * _gauss(xp, x), save="x",
+erfc = defop("erfc", _erfc, lambda xp, g, ans, x: -g * _gauss(xp, x), save="x", elementwise=True,
              doc="1 - erf(x), accurate where erf(x) is near 1 (large x).\n\n"
                  ">>> import tapegrad as tg\n>>> print(f'{float(tg.erfc(tg.Tensor(10.0))):.10e}')\n2.0884875838e-45")
-_softplus_op = defop("softplus", _softplus, _softplus_vjp, save="x")
+_LOGADDEXP = "built on np.logaddexp, which has no complex loop"
+_softplus_op = defop("softplus", _softplus, _softplus_vjp, save="x", elementwise=True, real_only=_LOGADDEXP)
 log_sigmoid = defop("log_sigmoid", lambda x, *, xp=np: -xp.logaddexp(0.0, -x),
-                    lambda xp, g, ans, x: g * call(xp, sigmoid, -x), save="x",
+                    lambda xp, g, ans, x: g * call(xp, sigmoid, -x), save="x", elementwise=True, real_only=_LOGADDEXP,
                     doc="log(sigmoid(x)) = -softplus(-x), stable for large |x|.\n\n"
                         ">>> import tapegrad as tg\n>>> [round(v, 8) for v in tg.log_sigmoid(tg.Tensor([-1000.0, 0.0])).tolist()]\n[-1000.0, -0.69314718]")
 _leaky_relu_op = defop("leaky_relu", lambda x, negative_slope=0.01, *, xp=np: xp.where(x > 0, x, x * negative_slope),
-                       lambda xp, g, ans, x, negative_slope=0.01: xp.where(x > 0, g, g * negative_slope), save="x")
-_elu_op = defop("elu", _elu, _elu_vjp, save="x")
+                       lambda xp, g, ans, x, negative_slope=0.01: xp.where(x > 0, g, g * negative_slope), save="x", elementwise=True)
+_elu_op = defop("elu", _elu, _elu_vjp, save="x", elementwise=True)
 selu = defop("selu", lambda x, *, xp=np: _SELU_SCALE * _elu(x, _SELU_ALPHA, xp=xp),
-             lambda xp, g, ans, x: _SELU_SCALE * _elu_vjp(xp, g, ans, x, _SELU_ALPHA), save="x",
+             lambda xp, g, ans, x: _SELU_SCALE * _elu_vjp(xp, g, ans, x, _SELU_ALPHA), save="x", elementwise=True,
              doc="scale * elu(x, alpha) with the self-normalising constants (alpha 1.6733, scale 1.0507).\n\n"
                  ">>> import tapegrad as tg\n>>> tg.selu(tg.Tensor([0.0, 1.0]))\nTensor([0.        , 1.05070099])")
-silu = defop("silu", lambda x, *, xp=np: x * _sigmoid(x, xp=xp), _silu_vjp, save="x",
+silu = defop("silu", lambda x, *, xp=np: x * _sigmoid(x, xp=xp), _silu_vjp, save="x", elementwise=True,
+             real_only=_LOGADDEXP,
              doc="x * sigmoid(x) (swish).\n\n>>> import tapegrad as tg\n>>> tg.silu(tg.Tensor([0.0, 1000.0]))\nTensor([   0., 1000.])")
-_gelu_op = defop("gelu", _gelu, _gelu_vjp, save="x")
-_hardtanh_op = defop("hardtanh", _hardtanh, _hardtanh_vjp, save="x")
+_gelu_op = defop("gelu", _gelu, _gelu_vjp, save="x", elementwise=True, real_only="an activation of real inputs")
+_hardtanh_op = defop("hardtanh", _hardtanh, _hardtanh_vjp, save="x", elementwise=True)
 # fmt: on
 
 

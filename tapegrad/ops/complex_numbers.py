@@ -79,16 +79,16 @@ def _sign_vjp(xp, g, ans, x):
 
 
 # fmt: off
-real = defop("real", _real, _real_vjp, save="x.shape",
+real = defop("real", _real, _real_vjp, save="x.shape", elementwise=True, view=True,
              doc="The real part (the input itself when it is real).\n\n"
                  ">>> import tapegrad as tg\n>>> tg.real(tg.Tensor([1.0 + 2.0j]))\nTensor([1.])")
-imag = defop("imag", _imag, _imag_vjp, save="x.shape",
+imag = defop("imag", _imag, _imag_vjp, save="x.shape", elementwise=True, view=True,
              doc="The imaginary part (zeros when the input is real).\n\n"
                  ">>> import tapegrad as tg\n>>> tg.imag(tg.Tensor([1.0 + 2.0j]))\nTensor([2.])")
-conj = defop("conj", lambda x, *, xp=np: xp.conj(x), _conj_vjp, save="x.shape",
+conj = defop("conj", lambda x, *, xp=np: xp.conj(x), _conj_vjp, save="x.shape", elementwise=True, view=True,
              doc="The complex conjugate x - iy (the input itself when it is real); also ``conjugate``.\n\n"
                  ">>> import tapegrad as tg\n>>> tg.conj(tg.Tensor([1.0 + 2.0j]))\nTensor([1.-2.j], dtype=complex128)")
-angle = defop("angle", _angle, _angle_vjp, save="x",
+angle = defop("angle", _angle, _angle_vjp, save="x", elementwise=True,
               doc="The argument atan2(imag, real) in radians; its gradient is -i Re(g) / z, and 0 at z = 0.\n\n"
                   ">>> import tapegrad as tg\n>>> tg.angle(tg.Tensor([1.0j]))\nTensor([1.57079633])")
 _real_sign = defnondiff("sign", np.sign)

@@ -225,3 +225,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if axis != 0:
         out = moveaxis(out, 0, axis)
     return (out, step) if retstep else out
+
+
+# tapegrad's constructors of new tensors from a shape: no array argument, so NumPy never hands them to tapegrad
+CONSTRUCTORS = (zeros, ones, eye, arange, full, rand, randn)

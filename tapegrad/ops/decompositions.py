@@ -47,6 +47,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..backend import dask_array as dask
 from ..backend import to_numpy
 from ..registry import defop
 from ._complex import complex_dtype, data_of, finfo_eps, is_complex, like, real_if_complex
@@ -352,10 +353,10 @@ def _qr_vjp(xp, g, ans, a, complete=False):
 
 
 # fmt: off
-_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans")
-_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans")
-_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans")
-_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans")
+_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", refuses={"dask": dask.LINALG})
+_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", refuses={"dask": dask.LINALG})
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", refuses={"dask": dask.LINALG})
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", refuses={"dask": dask.LINALG})
 # fmt: on
 
 

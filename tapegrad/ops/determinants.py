@@ -22,6 +22,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..backend import all_finite, to_numpy
+from ..backend import dask_array as dask
 from ..registry import defop
 from ._complex import finfo_eps, is_complex, like, real_if_complex
 from ._matrix import mT, native
@@ -130,8 +131,8 @@ def _slogdet_vjp(xp, g, ans, a):
 
 
 # fmt: off
-_det_op = defop("det", _det, _det_vjp, save="x ans")
-_slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans")
+_det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG})
+_slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", refuses={"dask": dask.LINALG})
 # fmt: on
 
 

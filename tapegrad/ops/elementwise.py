@@ -110,42 +110,45 @@ where = defop("where", np.where,
               None,
               lambda xp, g, ans, cond, x, y: xp.where(cond, g, 0),
               lambda xp, g, ans, cond, x, y: xp.where(cond, 0, g),
-              inputs=("cond", "x", "y"), save="cond", broadcast=True,
+              inputs=("cond", "x", "y"), save="cond", broadcast=True, elementwise=True,
               doc="Pick x where cond is true, else y. Both branches are evaluated: guard the unselected one\n"
                   "too (e.g. where(x > 0, sqrt(where(x > 0, x, 1)), 0)) or its NaN gradient leaks through.\n\n"
                   ">>> import tapegrad as tg\n>>> tg.where(tg.Tensor([True, False]), 1.0, tg.Tensor([5.0, 6.0]))\nTensor([1., 6.])")
 
 negative = defop("negative", np.negative, lambda xp, g, ans, x: -g,
                  doc="-x.\n\n>>> import tapegrad as tg\n>>> tg.negative(tg.Tensor([1.0]))\nTensor([-1.])")
-absolute = defop("absolute", np.absolute, _absolute_vjp, save="x",
+absolute = defop("absolute", np.absolute, _absolute_vjp, save="x", method="abs",
                  doc="|x| (gradient 0 at 0); for complex z, the modulus, with gradient Re(g) conj(z) / |z|.\n\n>>> import tapegrad as tg\n>>> tg.absolute(tg.Tensor([-2.0]))\nTensor([2.])")
-exp = defop("exp", np.exp, lambda xp, g, ans, x: g * ans, save="ans",
+exp = defop("exp", np.exp, lambda xp, g, ans, x: g * ans, save="ans", method=True,
             doc="e ** x.\n\n>>> import tapegrad as tg\n>>> tg.exp(tg.Tensor([0.0]))\nTensor([1.])")
-log = defop("log", np.log, lambda xp, g, ans, x: g / x, save="x",
+log = defop("log", np.log, lambda xp, g, ans, x: g / x, save="x", method=True,
             doc="Natural logarithm.\n\n>>> import tapegrad as tg\n>>> tg.log(tg.Tensor([1.0]))\nTensor([0.])")
-sqrt = defop("sqrt", np.sqrt, lambda xp, g, ans, x: g / (2 * ans), save="ans",
+sqrt = defop("sqrt", np.sqrt, lambda xp, g, ans, x: g / (2 * ans), save="ans", method=True,
              doc="Square root.\n\n>>> import tapegrad as tg\n>>> tg.sqrt(tg.Tensor([4.0]))\nTensor([2.])")
-sin = defop("sin", np.sin, lambda xp, g, ans, x: g * xp.cos(x), save="x",
+sin = defop("sin", np.sin, lambda xp, g, ans, x: g * xp.cos(x), save="x", method=True,
             doc="Sine.\n\n>>> import tapegrad as tg\n>>> tg.sin(tg.Tensor([0.0]))\nTensor([0.])")
-cos = defop("cos", np.cos, lambda xp, g, ans, x: -g * xp.sin(x), save="x",
+cos = defop("cos", np.cos, lambda xp, g, ans, x: -g * xp.sin(x), save="x", method=True,
             doc="Cosine.\n\n>>> import tapegrad as tg\n>>> tg.cos(tg.Tensor([0.0]))\nTensor([1.])")
-tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="ans",
+tanh = defop("tanh", np.tanh, lambda xp, g, ans, x: g * (1 - ans * ans), save="ans", method=True,
              doc="Hyperbolic tangent.\n\n>>> import tapegrad as tg\n>>> tg.tanh(tg.Tensor([0.0]))\nTensor([0.])")
 sigmoid = defop("sigmoid", _sigmoid, lambda xp, g, ans, x: g * ans * (1 - ans), save="ans",
+                elementwise=True, method=True, real_only="np.logaddexp has no complex loop",
                 doc="1 / (1 + e ** -x), stable for large |x|.\n\n>>> import tapegrad as tg\n>>> tg.sigmoid(tg.Tensor([0.0]))\nTensor([0.5])")
 # relu's mask: where max(x, 0) is x; 0 at 0, and g at a NaN x, which is the value returned (as maximum's rule)
 relu = defop("relu", lambda x, *, xp=np: xp.maximum(x, 0), lambda xp, g, ans, x: xp.masked(ans != 0, g), save="ans",
+             elementwise=True, method=True,
              doc="max(x, 0) (gradient 0 at 0).\n\n>>> import tapegrad as tg\n>>> tg.relu(tg.Tensor([-1.0, 2.0]))\nTensor([0., 2.])")
 _clip = defop("clip", lambda x, a_min=None, a_max=None, *, xp=np: xp.clip(x, a_min, a_max), _clip_vjp, save="x",
+              elementwise=True,
               doc="Limit x to [a_min, a_max]; the gradient passes where a_min <= x <= a_max.")
-_astype = defop("astype", _cast, _astype_vjp, save="x.shape")
+_astype = defop("astype", _cast, _astype_vjp, save="x.shape", elementwise=True)
 # What xp.masked(cond, g) is on a recorded replay: the same select a plain replay computes (numpy_rules.masked),
 # so gradients of gradients, and compiled programs, are the plain replay's numbers bit for bit.
 masked = defop("masked", lambda cond, g, *, xp=numpy_rules: xp.masked(cond, g),
                None, lambda xp, g, ans, cond, x: xp.masked(cond, g),
-               inputs=("cond", "g"), save="cond", broadcast=True, register=False,
+               inputs=("cond", "g"), save="cond", broadcast=True, register=False, elementwise=True,
                doc="``where(cond, g, 0)``: g where cond holds, exactly 0 elsewhere (the rules' masked gradients).")
-_astype_constant = defnondiff("astype_constant", _cast)
+_astype_constant = defnondiff("astype_constant", _cast, elementwise=True)
 # fmt: on
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.fft  # noqa: F401  (NumPy 2 loads it lazily: namespaces copied from NumPy's should see it)
 
 from ..backend import MissingFunction
+from ..backend import dask_array as dask
 from ..registry import defop
 from ._complex import complex_dtype, is_complex, like, real_if_complex
 from ._matrix import is_numpy, native
@@ -99,8 +100,10 @@ def _irfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
 
 
 # fmt: off
-_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape")
-_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape")
-_rfft_op = defop("rfft", _rfft, _rfft_vjp, save="x.shape")
-_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape")
+_DASK = {"dask": dask.FFT}
+_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape", refuses=_DASK)
+_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape", refuses=_DASK)
+_rfft_op = defop("rfft", _rfft, _rfft_vjp, save="x.shape", refuses=_DASK,
+                 real_only="rfft, rfftn and ihfft take real input (as their names say)")
+_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape", refuses=_DASK)
 # fmt: on

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, is_basic_index
+from ..backend import dask_array as dask
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
 from ._axes import ndim_of, normalize_axes
@@ -99,18 +100,20 @@ _take_along_axis = defop(
     "take_along_axis", lambda x, indices, axis, *, xp=np: xp.take_along_axis(x, indices, axis=axis),
     lambda xp, g, ans, x, indices, axis: _call(xp, "scatter_along_axis", _scatter_along_axis, g, indices=indices,
                                                axis=axis, shape=x.shape),
-    save="x.shape")
+    save="x.shape", refuses={"dask": "dask.array has no take_along_axis"})
 _scatter_along_axis_op = defop(
     "scatter_along_axis", _scatter_along_axis,
-    lambda xp, g, ans, x, indices, axis, shape: xp.take_along_axis(g, indices, axis=axis))
+    lambda xp, g, ans, x, indices, axis, shape: xp.take_along_axis(g, indices, axis=axis),
+    refuses={"dask": "dask.array has no scatter-add along an axis"})
 _index_update_op = defop(
     "index_update", _index_update,
     lambda xp, g, ans, x, v, index: xp.where(_written(xp, g, index), 0, g),
     lambda xp, g, ans, x, v, index: xp.getitem(g, index),
     inputs=("x", "v"))
 _argsort = defnondiff("argsort", lambda x, axis=-1, kind=None, *, xp=np: xp.argsort(x, axis=axis)
-                      if kind is None else xp.argsort(x, axis=axis, kind=kind))
-_argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis))
+                      if kind is None else xp.argsort(x, axis=axis, kind=kind), refuses={"dask": dask.SORT})
+_argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis),
+                           refuses={"dask": dask.SORT})
 # fmt: on
 
 

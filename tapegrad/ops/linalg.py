@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..backend import dask_array as dask
 from ..registry import defnondiff, defop
 from ._axes import kept_shape, normalize_axes
 from ._complex import is_complex, like, real_if_complex
@@ -225,14 +226,16 @@ def _pinv_vjp(xp, g, ans, a, rcond=None, hermitian=False):
     return like(xp, ga, a)
 
 
+_DASK = {"dask": dask.LINALG}
 # fmt: off
-_solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True)
-_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans")
-_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans")
+_solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True,
+                  refuses=_DASK)
+_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK)
+_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK)
 _solve_triangular_op = defop("solve_triangular", _solve_triangular, _solve_triangular_vjp, joint=True,
-                             inputs=("x", "y"), save="x y.shape ans", broadcast=True)
-_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans")
-_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans")
+                             inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK)
+_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK)
+_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK)
 _count_nonzero = defnondiff("vector_norm_count", lambda x, axis=None, keepdims=False, *, xp=np: _vector_norm(
     x, axis=axis, keepdims=keepdims, ord=0, xp=xp), doc="vector_norm with ord=0: the count of nonzero elements.")
 # fmt: on

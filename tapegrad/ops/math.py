@@ -81,6 +81,29 @@ def _heaviside_x2(xp, g, ans, x1, x2):
     return xp.where(x1 == 0, g, 0)
 
 
+_BESSEL_SPLIT = 20.0  # below: the power series (40 positive terms); above: Hankel's expansion (20 terms)
+
+
+def _bessel(xp, x, order):
+    """The modified Bessel function I_order(x), order 0 or 1, to float64's precision (relative 2e-15)."""
+    z = xp.absolute(x)
+    small = z < _BESSEL_SPLIT
+    t = xp.where(small, x, 0.0) * 0.5  # each branch sees only arguments inside its range
+    term = t if order else xp.ones_like(t)
+    series = term
+    for k in range(1, 40):
+        term = term * (t * t) * (1.0 / (k * (k + order)))
+        series = series + term
+    big = xp.where(small, _BESSEL_SPLIT, z)
+    term = xp.ones_like(big)
+    expansion = term
+    for k in range(1, 20):
+        term = term * ((2 * k - 1) ** 2 - 4 * order * order) / (8.0 * k) / big
+        expansion = expansion + term
+    large = xp.exp(big) / xp.sqrt(2.0 * math.pi * big) * expansion
+    return xp.where(small, series, large if order == 0 else xp.sign(x) * large)
+
+
 # fmt: off
 # -- unary -----------------------------------------------------------------------------------------------
 tan = defop("tan", np.tan, lambda xp, g, ans, x: g * (1 + ans * ans), save="ans",
@@ -118,7 +141,10 @@ reciprocal = defop("reciprocal", np.reciprocal, lambda xp, g, ans, x: -g * ans *
 cbrt = defop("cbrt", forward(np.cbrt, lambda xp, x: xp.sign(x) * xp.absolute(x) ** (1 / 3)),
              lambda xp, g, ans, x: g / (3 * ans * ans), save="ans",
              doc=_ex("tg.cbrt(tg.Tensor([-8.0]))", "Tensor([-2.])", "Cube root, negative for negative x."))
-sinc = defop("sinc", _sinc, _sinc_vjp, save="x ans",
+i0 = defop("i0", forward(np.i0, lambda xp, x: _bessel(xp, x, 0)), lambda xp, g, ans, x: g * _bessel(xp, x, 1), save="x",
+            elementwise=True, real_only="NumPy's i0 takes real input", doc=_ex("tg.i0(tg.Tensor([0.0, 1.0]))", "Tensor([1.        , 1.26606588])",
+                                      "The modified Bessel function of the first kind, order 0; its derivative is I1."))
+sinc = defop("sinc", _sinc, _sinc_vjp, save="x ans", elementwise=True,
              doc=_ex("tg.sinc(tg.Tensor([0.0, 0.5]))", "Tensor([1.        , 0.63661977])",
                      "sin(pi x) / (pi x), 1 at 0 (NumPy's normalised sinc)."))
 deg2rad = defop("deg2rad", forward(np.deg2rad, lambda xp, x: x * _DEG), lambda xp, g, ans, x: g * _DEG,
@@ -130,7 +156,7 @@ fabs = defop("fabs", forward(np.fabs, "abs"), _absolute_vjp, save="x",
 positive = defop("positive", np.positive, lambda xp, g, ans, x: g,
                  doc=_ex("tg.positive(tg.Tensor([-2.0]))", "Tensor([-2.])", "+x, a copy."))
 _nan_to_num_op = defop("nan_to_num", _nan_to_num, lambda xp, g, ans, x, **kw: xp.where(xp.isfinite(x), g, 0),
-                       save="x")
+                       save="x", elementwise=True, refuses={"dask": "dask.array's nan_to_num takes no posinf/neginf arrays"})
 
 # -- binary, broadcasting ---------------------------------------------------------------------------------
 arctan2 = defop("arctan2", forward(np.arctan2, "atan2"),
@@ -156,7 +182,7 @@ logaddexp2 = defop("logaddexp2", forward(np.logaddexp2, lambda xp, x, y: xp.loga
                    doc=_ex("tg.logaddexp2(tg.Tensor([1.0]), 1.0)", "Tensor([2.])", "log2(2 ** x1 + 2 ** x2), stably."))
 copysign = defop("copysign", np.copysign,
                  lambda xp, g, ans, x, y: xp.where(xp.signbit(x) == xp.signbit(ans), g, -g),
-                 lambda xp, g, ans, x, y: None,  # the sign of x2 is piecewise constant: no gradient
+                 None,  # the sign of x2 is piecewise constant: no gradient
                  save="x ans", broadcast=True,
                  doc=_ex("tg.copysign(tg.Tensor([2.0]), -1.0)", "Tensor([-2.])",
                          "|x1| with the sign of x2; x2 gets no gradient (its derivative is 0)."))
@@ -192,8 +218,8 @@ fmod = defop("fmod", np.fmod,
              save="x y", broadcast=True,
              doc=_ex("tg.fmod(tg.Tensor([5.0, -1.0]), 3.0)", "Tensor([ 2., -1.])",
                      "x1 - trunc(x1 / x2) * x2, the sign of x1 (C's fmod); d/dx2 = -trunc(x1 / x2)."))
-heaviside = defop("heaviside", np.heaviside, lambda xp, g, ans, x1, x2: None, _heaviside_x2,
-                  save="x", broadcast=True,
+heaviside = defop("heaviside", np.heaviside, None, _heaviside_x2,  # x1: its derivative is 0 almost everywhere
+                  save="x", broadcast=True, refuses={"dask": "dask.array has no heaviside"},
                   doc=_ex("tg.heaviside(tg.Tensor([-1.0, 0.0, 2.0]), 0.5)", "Tensor([0. , 0.5, 1. ])",
                           "0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0. x1 gets no gradient (its derivative is\n"
                           "0 almost everywhere); x2 gets the gradient where x1 == 0."))
@@ -207,12 +233,13 @@ trunc = defnondiff("trunc", np.trunc, doc=_ex("tg.trunc(tg.Tensor([1.5, -1.5]))"
                                               "x rounded towards 0 (no gradient: its derivative is 0)."))
 rint = defnondiff("rint", forward(np.rint, "round"), doc=_ex("tg.rint(tg.Tensor([0.5, 1.5]))", "Tensor([0., 2.])",
                                                              "x rounded to the nearest integer, halves to even (no gradient)."))
-fix = defnondiff("fix", forward(np.fix, "trunc"), doc=_ex("tg.fix(tg.Tensor([1.5, -1.5]))", "Tensor([ 1., -1.])",
+fix = defnondiff("fix", forward(np.fix, "trunc"), elementwise=True, doc=_ex("tg.fix(tg.Tensor([1.5, -1.5]))", "Tensor([ 1., -1.])",
                                                           "x rounded towards 0, as trunc (no gradient)."))
 floor_divide = defnondiff("floor_divide", np.floor_divide,
                           doc=_ex("tg.floor_divide(tg.Tensor([7.0, -7.0]), 2.0)", "Tensor([ 3., -4.])",
                                   "floor(x1 / x2), Python's // (no gradient: its derivative is 0)."))
-_round = defnondiff("round", lambda x, decimals=0, *, xp=np: xp.round(x) if decimals == 0 else xp.round(x, decimals=decimals))
+_round = defnondiff("round", lambda x, decimals=0, *, xp=np: xp.round(x) if decimals == 0 else xp.round(x, decimals=decimals),
+                    elementwise=True)
 isnan = defnondiff("isnan", np.isnan, doc=_ex("tg.isnan(tg.Tensor([float('nan'), 1.0]))", "Tensor([ True, False])",
                                               "Where x is NaN (no gradient)."))
 isinf = defnondiff("isinf", np.isinf, doc=_ex("tg.isinf(tg.Tensor([float('inf'), 1.0]))", "Tensor([ True, False])",

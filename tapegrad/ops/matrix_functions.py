@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..backend import MissingFunction, to_numpy
+from ..backend import dask_array as dask
 from ..registry import defop
 from ._complex import finfo_eps, like
 from ._matrix import is_numpy, mT, scipy_linalg
@@ -73,8 +74,9 @@ def _logm_vjp(xp, g, ans, a):
 
 
 # fmt: off
-_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x")
-_logm_op = defop("logm", _logm, _logm_vjp, save="x")
+_expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x",
+                 refuses={"dask": dask.LINALG})
+_logm_op = defop("logm", _logm, _logm_vjp, save="x", refuses={"dask": dask.LINALG})
 # fmt: on
 
 

@@ -78,13 +78,13 @@ _max = defop("max", lambda x, axis=None, keepdims=False, *, xp=np: xp.max(x, axi
              _extreme_vjp, save="x ans")
 _min = defop("min", lambda x, axis=None, keepdims=False, *, xp=np: xp.min(x, axis=axis, keepdims=keepdims),
              _extreme_vjp, save="x ans")
-_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans")
+_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans", method=True)
 _softmax_op = defop("softmax", _softmax,
                     lambda xp, g, ans, x, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
-                    save="ans")
+                    save="ans", method=True)
 _log_softmax_op = defop("log_softmax", _log_softmax,
                         lambda xp, g, ans, x, axis=-1: g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True),
-                        save="ans")
+                        save="ans", method=True)
 # fmt: on
 
 
