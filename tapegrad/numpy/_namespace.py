@@ -102,11 +102,13 @@ def wrapped(module, names, implemented=()) -> dict:
     """``tapegrad.numpy``'s version of each of ``module``'s ``names`` that is an array function (NumPy's
     dispatchers, and the ``implemented`` names tapegrad has a function for: ``row_stack``, NumPy's Python alias
     of ``vstack``) or a ufunc."""
-    out = {}
+    out, made = {}, {}  # one wrapper per NumPy object: its aliases stay one object (np.acos is np.arccos)
     for name in names:
         obj = getattr(module, name, None)
-        if isinstance(obj, np.ufunc):
-            out[name] = ufunc(obj, OP_UFUNCS.get(obj))
+        if id(obj) in made:
+            out[name] = made[id(obj)]
+        elif isinstance(obj, np.ufunc):
+            out[name] = made[id(obj)] = ufunc(obj, OP_UFUNCS.get(obj))
         elif callable(obj) and not isinstance(obj, type) and (hasattr(obj, "_implementation") or name in implemented):
-            out[name] = function(obj, name)
+            out[name] = made[id(obj)] = function(obj, name)
     return out
