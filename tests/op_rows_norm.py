@@ -19,6 +19,16 @@ def _standardize_ref(x, w, b, axis=-1, eps=1e-5):
     return ((x - mean) / np.sqrt(var + eps) * w + b).astype(np.result_type(x.dtype, w.dtype))
 
 
+def _standardize_scale(arrays, kwargs):
+    """What standardize's rounding error is relative to, element by element: centring loses the digits of
+    ``(|x| + |mean|) / std`` (half an ulp of the mean is that relative error in ``x - mean``), which the weight
+    scales; then the bias is added."""
+    x, w, b = (np.asarray(a, np.float64) for a in arrays)
+    axis = kwargs.get("axis", -1)
+    mean, std = x.mean(axis=axis, keepdims=True), x.std(axis=axis, keepdims=True)
+    return np.abs(w) * (1 + (np.abs(x) + np.abs(mean)) / std) + np.abs(b)
+
+
 def _count(shape, axis):
     return int(np.prod([shape[a] for a in axis], dtype=np.int64))
 
@@ -48,5 +58,6 @@ ROWS = (
             (((2, 2, 3), (2, 3), ()), {"axis": (1, 2)}),
         ),
         draw=_standardize_draw,
+        value_scale=_standardize_scale,
     ),
 )

@@ -46,6 +46,10 @@ class OpCase:
     # backend tests check that the op raises NotImplementedError naming itself, instead of computing. The
     # libraries the op's row refuses (``refuses=``) are added.
     unsupported: tuple = ()
+    # (arrays, kwargs) -> what the value's rounding error is relative to, element by element, where the op cancels
+    # digits (standardize subtracts the mean: its error is a few ulps of |w| (|x| + |mean|) / std, not of the
+    # output); the property tests then allow 4 ulps of it beside their tolerance. None: the output's magnitude.
+    value_scale: Callable | None = None
 
     def __post_init__(self):
         op = op_of(self)
