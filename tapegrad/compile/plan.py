@@ -6,9 +6,10 @@ From the scheduled steps and each value's last read:
   that input (and every view of it) is read for the last time by this step and the program allocated it
   (never an argument or a constant, unless the argument was donated).
 - **Planned buffers.** Every other value a NumPy step computes into a new array (ufuncs, ``matmul``, sums),
-  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte array the program keeps between calls,
-  into which such values are written with ``out=``. Regions are assigned by liveness (greedy by size), so two
-  values share memory when their lifetimes do not overlap; the arena's size is the plan's peak.
+  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte
+  array the program keeps between calls, into which such values are written with ``out=``. Regions are
+  assigned by liveness (a sweep in program order, best fit), so two values share memory when their lifetimes
+  do not overlap; the arena's size is the plan's peak.
 - **Freed.** A value the program allocates any other way (an op without ``out=``, another library) is
   deleted right after its last read.
 
@@ -18,6 +19,9 @@ its members are dead.
 """
 
 from __future__ import annotations
+
+import bisect
+import heapq
 
 from .graph import Value
 from .kernels import lower
@@ -169,8 +173,10 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if not classes:
             new_class(out, foreign=False, at=i)
             continue
-        c = classes[0]
-        for other in classes[1:]:
+        c = max(classes, key=lambda c: len(c.members))  # the others join the largest: n log n in all
+        for other in classes:
+            if other is c:
+                continue
             c.members.extend(other.members)
             c.buffers.extend(other.buffers)
             c.foreign = c.foreign or other.foreign
@@ -228,21 +234,73 @@ def _inplace_target(p, k, out, cls_of, i):
 
 
 def _pack(p, buffers) -> None:
-    """Offsets in one arena, greedy by size: each buffer at the lowest offset free for its whole lifetime."""
-    placed: list = []
+    """Offsets in one arena, by a sweep over the program: buffers in the order they are written, each in the
+    smallest free region it fits (the lowest such), a region freed after its class's last read and merged with
+    free neighbours; the arena grows at its top only when nothing free fits. In time n log n (a heap of the
+    live buffers by end; free regions kept by size)."""
+    free_at: dict = {}  # offset -> size of a free region
+    free_end: dict = {}  # end offset -> offset of the free region ending there
+    by_size: dict = {}  # size -> heap of offsets of free regions of that size (some may be gone: skipped)
+    count: dict = {}  # size -> how many free regions have it
+    sizes: list = []  # the sizes in count, sorted
+    live: list = []  # (end, start, k, buffer) of the buffers written so far and not yet freed
+    top = 0
+
+    def add_free(offset, size):
+        nonlocal top
+        before = free_end.get(offset)  # merge with a free region just below and one just above
+        if before is not None:
+            _take(before)
+            size += offset - before
+            offset = before
+        if offset + size in free_at:
+            size += _take(offset + size)
+        if offset + size == top:  # the arena's top is free again
+            top = offset
+            return
+        free_at[offset] = size
+        free_end[offset + size] = offset
+        if size not in count:
+            count[size] = 0
+            by_size[size] = []
+            bisect.insort(sizes, size)
+        count[size] += 1
+        heapq.heappush(by_size[size], offset)
+
+    def _take(offset):
+        size = free_at.pop(offset)
+        del free_end[offset + size]
+        count[size] -= 1
+        if not count[size]:
+            del count[size], by_size[size]
+            sizes.pop(bisect.bisect_left(sizes, size))
+        return size
+
+    def lowest(size):
+        group = by_size[size]
+        while free_at.get(group[0]) != size:
+            heapq.heappop(group)
+        return group[0]
+
     total = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.start)):
-        b_end = b.cls.end
-        busy = sorted((q.offset, q.offset + q.size) for q in placed if q.start <= b_end and b.start <= q.cls.end)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.size <= lo:
-                break
-            offset = max(offset, hi)
+    ordered = sorted(buffers, key=lambda b: b.start)
+    for k, b in enumerate(ordered):
+        while live and live[0][0] < b.start:
+            q = heapq.heappop(live)[3]
+            add_free(q.offset, q.size)
+        j = bisect.bisect_left(sizes, b.size)
+        if j < len(sizes):
+            offset = lowest(sizes[j])
+            size = _take(offset)
+            if size > b.size:
+                add_free(offset + b.size, size - b.size)
+        else:
+            offset = top
+            top += b.size
         b.offset = offset
-        placed.append(b)
         total = max(total, offset + b.size)
+        heapq.heappush(live, (b.cls.end, b.start, k, b))
     p.arena_bytes = total
-    p.buffers = sorted(placed, key=lambda b: b.start)
+    p.buffers = ordered
     for k, b in enumerate(p.buffers):
         b.name = f"b{k}"
