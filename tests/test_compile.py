@@ -65,7 +65,7 @@ def test_random_programs_compiled_equal_eager(program):
         return (out * np.linspace(0.5, 1.5, out.size).reshape(out.shape)).sum()
 
     vg = tg.value_and_grad(loss, argnums=tuple(range(n)))
-    step = tg.compile(vg, check=False)
+    step = tg.compile(vg, check=False, fuse=False)  # NumPy's calls, to the bit (fused kernels: test_fusion.py)
     assert_same(step(*program.inputs), vg(*program.inputs))
     others = [np.cos(a) + 0.1 * a for a in program.inputs]  # new values, same signature: the program runs
     assert_same(step(*others), vg(*others))
@@ -450,7 +450,7 @@ def test_compiled_on_every_backend(backend):
 
     w = backend.asarray(np.array([0.5, -1.0, 2.0]))
     x = backend.asarray(np.array([[1.0, 2.0, 3.0], [0.5, 0.1, -0.2]]))
-    step = tg.compile(tg.value_and_grad(loss))
+    step = tg.compile(tg.value_and_grad(loss), fuse=False)  # NumPy's calls: eager's, to the bit (fused: test_fusion)
     for scale in (1.0, 0.5, -2.0):
         value, grad = step(w * scale, x)
         ev, eg = eager(w * scale, x)

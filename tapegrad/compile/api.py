@@ -51,6 +51,7 @@ from ..backend import memory_root, to_numpy
 from ..core import keep_pending
 from ..errors import TracingError
 from ..tape import record
+from . import fuse as fusion
 from .codegen import Program, generate
 from .graph import Const, Value
 from .passes import (
@@ -71,7 +72,7 @@ CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
 BUFFERS = {"arena": None, "fresh": 0, "auto": 64 * 1024}  # the largest value a planned buffer holds (None: any)
 
 
-def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto"):  # noqa: A001
+def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto", fuse=None):  # noqa: A001
     """Compile ``fn`` into a program per signature (see the module docstring); usable as a decorator.
 
     ``buffers`` says where the values a program computes live. ``"arena"``: in planned buffers the program
@@ -79,6 +80,10 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     each call allocates them and frees each one after its last read, keeping nothing between calls.
     ``"auto"`` (the default): values under 64 KiB in the arena, where allocating would cost as much as the op,
     larger ones fresh, so that a program returning large results (gradients) holds no arena beside them.
+
+    ``fuse``: runs of elementwise steps become one generated loop each (:mod:`tapegrad.compile.fuse`, numba:
+    ``pip install tapegrad[jit]``). ``None`` (the default): where numba is installed; ``False``: never (one
+    NumPy call per op); ``True``: always, an ``ImportError`` without numba.
 
     >>> import numpy as np, tapegrad as tg
     >>> step = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).mean()))
@@ -91,7 +96,9 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     CacheInfo(hits=1, misses=1, maxsize=64, currsize=1)
     """
     if fn is None:
-        return functools.partial(compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers)
+        return functools.partial(
+            compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers, fuse=fuse
+        )
     if buffers not in BUFFERS:
         raise ValueError(f"tg.compile: buffers must be one of {sorted(BUFFERS)}, got {buffers!r}")
     if not callable(fn):
@@ -99,7 +106,14 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     donate_argnums, _ = parse_argnums(donate_argnums, "tg.compile", "donate_argnums", empty=True)
     if maxsize < 1:
         raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
-    return Compiled(fn, donate_argnums, maxsize, check, BUFFERS[buffers])
+    if fuse not in (None, True, False):
+        raise ValueError(f"tg.compile: fuse must be None (where numba is installed), True or False, got {fuse!r}")
+    if fuse is True and not fusion.available():
+        raise ImportError(
+            "tg.compile(fuse=True): fused kernels need numba, which is not installed; pip install tapegrad[jit] "
+            "(or fuse=None: fused where numba is installed, NumPy's calls elsewhere)"
+        )
+    return Compiled(fn, donate_argnums, maxsize, check, BUFFERS[buffers], fuse)
 
 
 def _positional_count(fn):
@@ -133,8 +147,9 @@ class Compiled:
     """A compiled function: call it as ``fn``. ``cache_info()``, ``programs``, ``source`` and ``explain()``
     show what it compiled."""
 
-    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None):
+    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None, fuse=None):
         self.fn = fn
+        self.fuse = fusion.available() if fuse is None else fuse
         self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
         n = _positional_count(fn)  # where the signature says how many, an index beyond them is refused now
@@ -211,7 +226,7 @@ class Compiled:
             graph, out_spec, first = trace(self.fn, arrays, spec)
             t1 = time.perf_counter()
             names = _leaf_names(self.fn, spec)
-            program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names)
+            program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names, self.fuse)
         program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
@@ -331,8 +346,8 @@ def _gc_paused():
             gc.enable()
 
 
-def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:
-    """Optimise, schedule, plan and generate the program of ``graph``."""
+def build(graph, donated=(), name="program", arena_limit=None, input_names=(), fuse=False) -> Program:
+    """Optimise, schedule, plan and generate the program of ``graph`` (with fused kernels if ``fuse``)."""
     traced = len(graph.steps)
     simplify(graph)
     common_subexpressions(graph)
@@ -342,10 +357,12 @@ def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -
     schedule(graph, frees(kernels), donation_edges(graph, matched))
     fuse_updates(graph, matched)
     accumulate_scatters(graph)
-    p = plan(graph, arena_limit=arena_limit, donated=matched)
+    runs = fusion.find_runs(graph, {}) if fuse else []  # lowered anew: the rewrites after scheduling change steps
+    p = plan(graph, arena_limit=arena_limit, donated=matched, runs=runs)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
-    source, namespace = generate(graph, p, copies, input_names)
-    return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})
+    source, namespace = generate(graph, p, copies, input_names, runs)
+    info = {"name": name, "traced_ops": traced, "fused_runs": len(runs), "fused_ops": sum(len(r.steps) for r in runs)}
+    return Program(graph, p, source, namespace, info)
 
 
 def _leaf_names(fn, spec) -> list:

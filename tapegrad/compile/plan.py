@@ -70,12 +70,16 @@ class Plan:
         self.arena_bytes = 0
         self.buffers: list = []  # arena buffers, in order of their names
         self.donated: dict = {}  # id(input value) -> the output value written over it
+        self.inside: set = set()  # ids of the values inside fused runs (no memory, no name in the source)
 
 
-def last_reads(steps, outputs) -> dict:
-    """id(value) -> position of its last read (``NEVER`` for an output)."""
+def last_reads(steps, outputs, at=None) -> dict:
+    """id(value) -> position of its last read (``NEVER`` for an output); ``at``: id(step) -> its position where
+    it is not its index (a fused run's steps share one)."""
     last: dict = {}
+    at = at or {}
     for i, n in enumerate(steps):
+        i = at.get(id(n), i)
         for v in n.inputs():
             last[id(v)] = i
     for o in outputs:
@@ -111,14 +115,29 @@ def kernels_fresh(kernels, step) -> bool:
     return k.fresh
 
 
-def plan(graph, arena_limit=None, donated=None) -> Plan:
+def plan(graph, arena_limit=None, donated=None, runs=()) -> Plan:
     """Plan ``graph`` (already scheduled): see the module docstring. ``arena_limit``: the largest value (in
     bytes) given a planned buffer (None: any; 0: none). ``donated`` maps id(input value) to the output value
-    that may be written over it (the new value of a donated argument)."""
+    that may be written over it (the new value of a donated argument). ``runs``: the fused runs
+    (:mod:`.fuse`), each one position (its last step's): what it reads is alive until it ends, what it
+    writes from its start; the values inside it get no memory, and an output is written over an argument only
+    where that argument shares its memory with nothing else (it is read at the top of the loop, for that
+    element only)."""
     p = Plan()
     p.donated = donated or {}
     steps = graph.steps
-    last = last_reads(steps, graph.outputs)
+    at: dict = {}
+    inside: set = set()
+    fused: set = set()
+    index = {id(n): i for i, n in enumerate(steps)} if runs else {}
+    for r in runs:
+        end = index[id(r.steps[-1])]
+        for n in r.steps:
+            at[id(n)] = end
+            fused.add(id(n))
+        inside |= r.inside
+    p.inside = inside
+    last = last_reads(steps, graph.outputs, at)
     cls_of: dict = {}
 
     def new_class(v, foreign, at):
@@ -132,8 +151,12 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
     for v in graph.inputs:
         new_class(v, foreign=id(v) not in p.donated, at=-1)
     for i, n in enumerate(steps):
+        i = at.get(id(n), i)
         k = p.kernels[id(n)] = lower(n)
         out = n.out
+        if id(out) in inside:  # a local variable of a fused loop
+            new_class(out, foreign=False, at=i)
+            continue
         target = None
         if k.writes is not None:  # a fused update writes over its donated argument
             target = k.args[k.writes]
@@ -142,7 +165,7 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
             if c.foreign or c.end != i or not mine:
                 raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
         elif k.fresh and k.elementwise:
-            target = _inplace_target(p, k, out, cls_of, i)
+            target = _inplace_target(p, k, out, cls_of, i, last, id(n) in fused)
         if target is not None:
             c = cls_of[id(target)]
             c.members.append(out)
@@ -199,7 +222,7 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if id(c) in seen or c.end >= NEVER:
             continue
         seen.add(id(c))
-        names = [m for m in c.members if m.step is not None]
+        names = [m for m in c.members if m.step is not None and id(m) not in inside]
         if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
     return p
@@ -214,17 +237,22 @@ def _holds_memory(p, m) -> bool:
     return not k.view
 
 
-def _inplace_target(p, k, out, cls_of, i):
+def _inplace_target(p, k, out, cls_of, i, last, fused=False):
     """The input an elementwise step may overwrite: same shape and dtype, a whole array the program made (or
-    a donated argument), read for the last time here together with everything sharing its memory."""
+    a donated argument), read for the last time here together with everything sharing its memory (in a fused
+    run: sharing its memory with nothing)."""
     if not (out.numpy and len(out.shape) >= 1):
         return None
     for a in k.args:
         if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype and a.strides == out.strides):
             continue  # the same layout too: the op would have made its output so
+        if id(a) in p.inside:
+            continue
         c = cls_of[id(a)]
         if c.foreign or c.end != i:
             continue
+        if fused and any(m is not a and last.get(id(m), -1) >= i for m in c.members):
+            continue  # another name for its memory (a view) is read in the run: maybe after this element
         if a.input_index is not None:
             if p.donated.get(id(a)) is out:  # a donated argument takes its own new value only
                 return a
