@@ -458,3 +458,18 @@ def test_compiled_on_every_backend(backend):
         np.testing.assert_array_equal(backend.to_numpy(grad), backend.to_numpy(eg))
         np.testing.assert_array_equal(backend.to_numpy(value), backend.to_numpy(ev))
     assert step.trace_count == 1
+
+
+def test_a_scatter_added_to_itself_is_not_accumulated_into_itself():
+    """Found by the fused random programs: ``s + s`` of one slice's gradient (two reads of one value by one
+    step, which counts as one use) was rewritten into ``s[index] += g`` with ``s`` itself dropped."""
+
+    def f(x):
+        y, z = x + x, x + x  # one value after common subexpressions
+        return ((tg.tanh(tg.squeeze(z[..., ::-1])) + y) * 1.5).sum()
+
+    vg = tg.value_and_grad(f)
+    step = tg.compile(vg, check=False, fuse=False)
+    x = np.zeros((1, 1, 1))
+    for _ in range(2):
+        assert_same(step(x), vg(x))

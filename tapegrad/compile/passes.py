@@ -395,7 +395,7 @@ def accumulate_scatters(graph) -> None:
             continue
         for k in (0, 1):
             s, x = n.args[k], n.args[1 - k]
-            scatter = s.step if isinstance(s, Value) else None
+            scatter = s.step if isinstance(s, Value) and s is not x else None  # not s + s: one read, two uses
             if scatter is None or scatter.op is not ops.scatter.op or uses.get(id(s)) != 1 or id(scatter) in drop:
                 continue
             index, g = scatter.params.get("index"), scatter.args[0] if scatter.args else None
