@@ -22,11 +22,14 @@ in place with :func:`set_numpy_protocols` (the slot is this module's, the table 
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 import tapegrad.ops as ops
 
-from ._tensor import Tensor
+from ._state import is_recording
+from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
 from .ops.indexing import At
 
@@ -241,15 +244,63 @@ OPERATORS = {
     "__format__": _format,
 }
 
+# Augmented assignment, x <op>= y. Outside record() it writes into x's memory, as NumPy's does (other references
+# see it; a tape that saved the array finds it changed). Inside record(), when x is an op's output or y is being
+# recorded, it records x <op> y and rebinds the name, as autograd's and JAX's immutable arrays do (a tape cannot
+# record a change of memory, and writing y's value into an unrecorded x would drop y's gradient). On a leaf
+# that requires a gradient it is refused: the name would move off the parameter.
+# fmt: off
+AUGMENTED = {
+    "__iadd__":       (ops.add,           "+="),
+    "__isub__":       (ops.subtract,      "-="),
+    "__imul__":       (ops.multiply,      "*="),
+    "__itruediv__":   (ops.divide,        "/="),
+    "__ifloordiv__":  (ops.floor_divide,  "//="),
+    "__imod__":       (ops.remainder,     "%="),
+    "__ipow__":       (ops.power,         "**="),
+    "__imatmul__":    (ops.matmul,        "@="),
+    "__iand__":       (ops.bitwise_and,   "&="),
+    "__ior__":        (ops.bitwise_or,    "|="),
+    "__ixor__":       (ops.bitwise_xor,   "^="),
+}
+# fmt: on
+
+
+def _recorded(v) -> bool:
+    return isinstance(v, Tensor) and (v._node is not None or v.requires_grad)
+
+
+def _augmented(name: str, f, symbol: str):
+    in_place = getattr(operator, name)
+
+    def augmented(x, y):
+        if is_recording() and (x._node is not None or x.requires_grad or _recorded(y)):
+            if x._node is None and x.requires_grad:
+                raise RuntimeError(
+                    f"in-place {symbol} on a leaf that requires a gradient (shape {x.shape}), inside record(): the "
+                    f"name would move off the parameter to a new value. Write z = x {symbol[:-1]} y, or update "
+                    "x outside the block (an optimizer step)"
+                )
+            return f(x, y)  # out of place: the caller's name is rebound to the recorded value
+        return update_in_place(x, y, f.op.numpy, in_place, symbol)
+
+    augmented.__name__ = augmented.__qualname__ = name
+    augmented.__doc__ = (
+        f"``x {symbol} y``: in place outside ``record()``; inside it, ``x = x {symbol[:-1]} y`` recorded when a "
+        "value is being recorded (refused on a leaf that requires a gradient)."
+    )
+    return augmented
+
+
 # Methods whose signature is not their function's (NumPy's ndarray methods take shapes as *args, and PyTorch's
 # spellings), and the engine's
 ADAPTED = {
     "reshape": _reshape,
     "transpose": _transpose,
     "astype": _astype,
-    "flatten": _flatten,                               # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
-    "compress": _compress,                             # condition first, as ndarray.compress
-    "sort": _sort,                                     # a sorted copy: NumPy's sorts in place
+    "flatten": _flatten,  # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
+    "compress": _compress,  # condition first, as ndarray.compress
+    "sort": _sort,  # a sorted copy: NumPy's sorts in place
     # PyTorch's spellings
     "view": _view,
     "permute": _permute,
@@ -264,9 +315,9 @@ ADAPTED = {
 }
 
 _EXTRA_PROPERTIES = {
-    "T": ops.transpose,                                # the transpose (reverses all axes), differentiable
-    "mT": _mT,                                         # the last two axes swapped
-    "at": _at,                                         # JAX's x.at[i].set(v) / .add(v)
+    "T": ops.transpose,  # the transpose (reverses all axes), differentiable
+    "mT": _mT,  # the last two axes swapped
+    "at": _at,  # JAX's x.at[i].set(v) / .add(v)
 }
 # fmt: on
 
@@ -290,7 +341,12 @@ def _op_methods() -> tuple[dict, dict]:
 
 
 _METHODS, _PROPERTIES = _op_methods()
-METHODS = {**_METHODS, **OPERATORS, **ADAPTED}
+METHODS = {
+    **_METHODS,
+    **OPERATORS,
+    **ADAPTED,
+    **{name: _augmented(name, f, symbol) for name, (f, symbol) in AUGMENTED.items()},
+}
 PROPERTIES = {**_PROPERTIES, **_EXTRA_PROPERTIES}
 
 

@@ -1,0 +1,164 @@
+"""Augmented assignment (``x += y`` and the other ten): in place outside ``record()``, recorded out of place
+inside it when a value is being recorded (autograd's and JAX's rebinding), refused on a leaf that requires a
+gradient."""
+
+import operator
+import re
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad.tensor_methods import AUGMENTED
+
+# each augmented operator: (Python's in-place operator, its out-of-place one, x, y): float ones differentiable
+FLOAT = {
+    "__iadd__": (operator.iadd, operator.add),
+    "__isub__": (operator.isub, operator.sub),
+    "__imul__": (operator.imul, operator.mul),
+    "__itruediv__": (operator.itruediv, operator.truediv),
+    "__ipow__": (operator.ipow, operator.pow),
+    "__imatmul__": (operator.imatmul, operator.matmul),
+}
+NO_GRADIENT = {  # piecewise constant or on integers: recorded, but no gradient to check
+    "__ifloordiv__": (operator.ifloordiv, operator.floordiv),
+    "__imod__": (operator.imod, operator.mod),
+    "__iand__": (operator.iand, operator.and_),
+    "__ior__": (operator.ior, operator.or_),
+    "__ixor__": (operator.ixor, operator.xor),
+}
+INTEGER = {"__iand__", "__ior__", "__ixor__"}
+
+
+def _xy(name, rng):
+    if name in INTEGER:
+        return rng.integers(0, 8, (2, 2)), rng.integers(0, 8, (2, 2))
+    return rng.uniform(0.5, 2.0, (2, 2)), rng.uniform(0.5, 2.0, (2, 2))
+
+
+def test_every_augmented_operator_of_python_that_tensors_have_is_in_the_table():
+    assert set(AUGMENTED) == set(FLOAT) | set(NO_GRADIENT)
+    for name in AUGMENTED:
+        assert getattr(tg.Tensor, name).__name__ == name  # bound from the table, not left to Python's fallback
+
+
+@pytest.mark.parametrize("name", sorted(AUGMENTED))
+def test_outside_record_it_writes_in_place_as_numpy_does(name):
+    in_place, out_of_place = {**FLOAT, **NO_GRADIENT}[name]
+    x, y = _xy(name, np.random.default_rng(0))
+    expected = out_of_place(x, y)
+    t = tg.Tensor(x.copy())
+    alias, memory = t, t.data
+    t = in_place(t, tg.Tensor(y))
+    assert t is alias and t.data is memory  # the same tensor and the same array: other references see it
+    np.testing.assert_allclose(t.data, expected)
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT))
+def test_inside_record_it_rebinds_a_recorded_value_and_the_gradient_is_exact(name):
+    in_place, out_of_place = FLOAT[name]
+    x, y = _xy(name, np.random.default_rng(1))
+
+    def with_augmented(a, b):
+        h = a * 1.5  # an op's output: the augmented assignment records
+        h = in_place(h, b)
+        return h.sum()
+
+    xt, yt = tg.Tensor(x, requires_grad=True), tg.Tensor(y, requires_grad=True)
+    with tg.record():
+        h = xt * 1.5
+        before = h
+        h = in_place(h, yt)
+        loss = h.sum()
+    assert h is not before  # rebound: the value the tape saved is untouched
+    np.testing.assert_allclose(before.data, 1.5 * x)
+    np.testing.assert_allclose(h.data, out_of_place(1.5 * x, y))
+    loss.backward()
+    assert xt.grad is not None and yt.grad is not None
+    tg.gradcheck(with_augmented, x, y)
+
+
+@pytest.mark.parametrize("name", ["__ifloordiv__", "__imod__"])
+def test_inside_record_the_piecewise_constant_operators_rebind_too(name):
+    in_place, out_of_place = NO_GRADIENT[name]
+    x, y = _xy(name, np.random.default_rng(2))
+    w = tg.Tensor(x, requires_grad=True)
+    with tg.record():
+        h = w * 3.0
+        before = h
+        h = in_place(h, y)
+    assert h is not before  # rebound, as autograd does; floor_divide's output is a constant (no gradient)
+    np.testing.assert_allclose(h.data, out_of_place(3.0 * x, y))
+    np.testing.assert_allclose(before.data, 3.0 * x)
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER))
+def test_inside_record_bitwise_operators_on_integers_stay_in_place(name):
+    in_place, out_of_place = NO_GRADIENT[name]
+    x, y = _xy(name, np.random.default_rng(2))
+    t = tg.Tensor(x.copy())
+    memory = t.data
+    with tg.record():
+        t = in_place(t, tg.Tensor(y))  # integers are never recorded: nothing to rebind
+    assert t.data is memory
+    np.testing.assert_array_equal(t.data, out_of_place(x, y))
+
+
+@pytest.mark.parametrize("name", sorted(AUGMENTED))
+def test_on_a_leaf_that_requires_a_gradient_it_is_refused_and_the_user_can_go_on(name):
+    in_place, _ = {**FLOAT, **NO_GRADIENT}[name]
+    symbol = AUGMENTED[name][1]
+    w = tg.Tensor(np.ones(2), requires_grad=True)
+    with tg.record():
+        with pytest.raises(
+            RuntimeError, match=re.escape(f"in-place {symbol} on a leaf that requires a gradient (shape (2,))")
+        ):
+            in_place(w, 2.0)
+        loss = (w * 3.0).sum()  # the block goes on
+    loss.backward()
+    np.testing.assert_allclose(w.grad, [3.0, 3.0])
+    np.testing.assert_allclose(w.data, [1.0, 1.0])  # nothing was written
+
+
+def test_a_constant_accumulator_takes_a_recorded_value_on_the_tape():
+    # writing y's value into an unrecorded tensor in place would drop y's gradient in silence
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+    acc = tg.zeros(2)
+    with tg.record():
+        total = acc
+        total += w * w
+        total *= w
+        loss = total.sum()
+    np.testing.assert_allclose(acc.data, [0.0, 0.0])  # the constant itself is left as it is
+    loss.backward()
+    np.testing.assert_allclose(w.grad, 3 * np.array([1.0, 2.0]) ** 2)
+
+
+def test_constants_inside_record_are_still_updated_in_place():
+    c = tg.Tensor([1.0, 2.0])
+    memory = c.data
+    with tg.record():
+        c += np.array([1.0, 1.0])
+    assert c.data is memory
+    np.testing.assert_allclose(c.data, [2.0, 3.0])
+
+
+def _rnn_loglik(W, U, xs):
+    # autograd's recurrent-network idiom: loglik = 0.0, then loglik += per step
+    h = tg.zeros(W.shape[0])
+    loglik = 0.0
+    for x in xs:
+        h = tg.tanh(W @ h + U @ x)
+        h += 0.1 * x[: W.shape[0]]  # a residual added in place, as ports of autograd code write it
+        loglik += tg.log_softmax(h).sum()
+        loglik -= 0.01 * (h * h).sum()
+    return loglik
+
+
+def test_a_recurrent_loglik_accumulated_with_augmented_assignment_has_the_exact_gradient():
+    rng = np.random.default_rng(3)
+    W, U = rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(3, 4)) * 0.5
+    xs = [tg.Tensor(rng.normal(size=4)) for _ in range(4)]
+    tg.gradcheck(lambda W, U: _rnn_loglik(W, U, xs), W, U)
+    g = tg.grad(lambda W: _rnn_loglik(W, tg.Tensor(U), xs))(W)
+    assert g.shape == (3, 3) and np.abs(g).sum() > 0
