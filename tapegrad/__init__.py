@@ -32,6 +32,16 @@ from . import (
     viz,
 )
 from ._tensor import Tensor, tensor
+from .convenience import (
+    elementwise_grad,
+    fixed_point,
+    flatten,
+    flatten_func,
+    grad_named,
+    hessian_vector_product,
+    make_vjp,
+    multigrad_dict,
+)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -119,6 +129,14 @@ __all__ = [
     "jacobian",
     "hessian",
     "hvp",
+    "elementwise_grad",
+    "grad_named",
+    "multigrad_dict",
+    "make_vjp",
+    "hessian_vector_product",
+    "flatten",
+    "flatten_func",
+    "fixed_point",
     "custom_op",
     "CustomOp",
     "abs",
