@@ -69,13 +69,20 @@ def fit(x, k, tol=1e-10):
     return tg.fixed_point(em_step, x, x0, tol=tol)
 
 
+def log_likelihood_tensor(x, theta):
+    """The mixture's log-likelihood of the data, sum_n log sum_k w_k N(x_n | mu_k, sigma_k), on tapegrad's ops."""
+    w, mu, sigma = unpack(theta, theta.shape[0] // 3)
+    z = (x[:, None] - mu[None, :]) / sigma[None, :]
+    log_joint = tg.log(w)[None, :] - 0.5 * z * z - tg.log(sigma)[None, :] - 0.5 * np.log(2 * np.pi)
+    return tg.logsumexp(log_joint, axis=1).sum()
+
+
 def log_likelihood(x, theta):
-    k = len(theta) // 3
-    w, mu, sigma = unpack(np.asarray(theta), k)
-    z = (x[:, None] - mu) / sigma
-    log_joint = np.log(w) - 0.5 * z * z - np.log(sigma) - 0.5 * np.log(2 * np.pi)
-    top = log_joint.max(axis=1, keepdims=True)
-    return float(np.sum(top[:, 0] + np.log(np.exp(log_joint - top).sum(axis=1))))
+    return float(log_likelihood_tensor(x, np.asarray(theta)).item())
+
+
+def _row(values, digits):
+    return "[" + " ".join(f"{v:.{digits}f}" for v in values) + "]"
 
 
 def main(argv=None):
@@ -89,13 +96,13 @@ def main(argv=None):
     theta = fit(x, k)
     w, mu, sigma = unpack(theta, k)
     print(f"{args.points} points, {k} components; log-likelihood {log_likelihood(x, theta):.4f}")
-    print("weights", np.round(w, 3), " means", np.round(mu, 3), " stds", np.round(sigma, 3))
+    print(f"weights {_row(w, 3)}  means {_row(mu, 3)}  stds {_row(sigma, 3)}")
     influence = tg.jacobian(lambda x: fit(x, k)[k : 2 * k])(x)  # d mu_k / d x_n, (K, n)
     order = np.argsort(x)
     print("d means / d x at the smallest, median and largest point:")
     for n in (order[0], order[len(x) // 2], order[-1]):
-        print(f"  x = {x[n]:7.3f}:", np.round(influence[:, n], 5))
-    print(f"each mean moves with its points: sum_n d mu_k / d x_n = {np.round(influence.sum(axis=1), 6)}")
+        print(f"  x = {x[n]:7.3f}: {_row(influence[:, n], 5)}")
+    print(f"translating the data translates the means: sum_n d mu_k / d x_n = {_row(influence.sum(axis=1), 6)}")
     return {"x": x, "theta": theta, "influence": influence}
 
 

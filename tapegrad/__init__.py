@@ -39,6 +39,8 @@ from .convenience import (
     flatten_func,
     grad_named,
     hessian_vector_product,
+    make_hvp,
+    make_jvp,
     make_vjp,
     multigrad_dict,
 )
@@ -133,6 +135,8 @@ __all__ = [
     "grad_named",
     "multigrad_dict",
     "make_vjp",
+    "make_jvp",
+    "make_hvp",
     "hessian_vector_product",
     "flatten",
     "flatten_func",

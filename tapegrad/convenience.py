@@ -2,7 +2,8 @@
 
 - :func:`elementwise_grad` (the sum of the Jacobian's columns, one reverse pass), :func:`grad_named` (by the
   argument's name: JAX's ``argnames``), :func:`multigrad_dict` (every argument, by name),
-  :func:`make_vjp` (autograd's ``(vjp, ans)`` order), :func:`hessian_vector_product` (``(*args, v)``);
+  :func:`make_vjp` (autograd's ``(vjp, ans)`` order), :func:`make_jvp`, :func:`make_hvp`,
+  :func:`hessian_vector_product` (``(*args, v)``);
 - :func:`flatten` and :func:`flatten_func`: a tree of arrays and numbers (lists, tuples, dicts, as the transforms
   take them, ``tapegrad._tree``) as one vector and back. Dicts keep their insertion order (autograd sorts their
   keys): ``unflatten(flatten(tree)[0])`` is ``tree`` either way. On recorded tensors both directions are recorded;
@@ -29,13 +30,15 @@ from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .custom import custom_op
 from .ops import concatenate, reshape
-from .transforms import grad, hvp, vjp
+from .transforms import grad, hvp, jvp, vjp
 
 __all__ = [
     "elementwise_grad",
     "grad_named",
     "multigrad_dict",
     "make_vjp",
+    "make_jvp",
+    "make_hvp",
     "hessian_vector_product",
     "flatten",
     "flatten_func",
@@ -78,6 +81,44 @@ def make_vjp(f: Callable, argnums: int | Sequence[int] = 0, *, argnum: int | Non
         return vjp_of, ans
 
     return made
+
+
+def make_jvp(f: Callable, argnums: int | Sequence[int] = 0, *, argnum: int | None = None) -> Callable:
+    """autograd's ``make_jvp``: ``make_jvp(f)(*args)`` is a function of a tangent ``v`` returning ``(ans, J v)``
+    (one forward and two reverse passes per tangent, as :func:`tapegrad.jvp`, which is JAX's ``jvp(f, primals,
+    tangents)``).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> jvp_fn = tg.make_jvp(lambda x: tg.sin(x) * 2.0)(np.array([0.0, np.pi]))
+    >>> jvp_fn(np.array([1.0, 1.0]))
+    (array([0.0000000e+00, 2.4492936e-16]), array([ 2., -2.]))
+    """
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "make_jvp"), "make_jvp")
+
+    @functools.wraps(f)
+    def made(*args, **kwargs):
+        positions = check_argnums(nums, len(args), "make_jvp")
+        primals = tuple(args[i] for i in positions)
+
+        def jvp_of(v):
+            return jvp(_only(args, positions, kwargs, f), primals, tuple(v) if many else (v,))
+
+        return jvp_of
+
+    return made
+
+
+def make_hvp(f: Callable, argnums: int = 0, *, argnum: int | None = None) -> Callable:
+    """autograd's ``make_hvp``: ``make_hvp(f)(*args)`` is ``(hvp_fn, gradient)``, ``hvp_fn(v)`` the Hessian of a
+    scalar ``f`` in argument ``argnums`` times ``v``; the gradient's tape is kept for every ``v``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> hvp_fn, g = tg.make_hvp(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]))
+    >>> g, hvp_fn(np.array([1.0, 0.0]))
+    (array([ 3., 12.]), array([6., 0.]))
+    """
+    argnums = argnums_of(argnums, argnum, "make_hvp")
+    return make_vjp(grad(f, argnums), argnums)
 
 
 def elementwise_grad(f: Callable, argnums: int | Sequence[int] = 0, *, argnum: int | None = None) -> Callable:

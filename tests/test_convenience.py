@@ -91,6 +91,21 @@ def test_make_vjp_returns_vjp_then_value_and_matches_autograd():
     np.testing.assert_allclose(ours(np.array([2.0, -3.0])), their_vjp(np.array([2.0, -3.0])), rtol=1e-14)
 
 
+def test_make_jvp_and_make_hvp_match_jvp_and_the_hessian():
+    w, b, v = np.array([0.3, 0.1, -0.4]), 0.2, np.array([1.0, -1.0, 2.0])
+    ans, tangent = tg.make_jvp(_loss)(w, b)(v)
+    np.testing.assert_allclose(ans, _loss(w, b).data)
+    np.testing.assert_allclose(tangent, tg.grad(_loss)(w, b) @ v, rtol=1e-12)
+    hvp_fn, g = tg.make_hvp(_loss)(w, b)
+    np.testing.assert_allclose(g, tg.grad(_loss)(w, b))
+    for u in (v, np.array([0.0, 1.0, 0.0])):  # one forward pass, several vectors
+        np.testing.assert_allclose(hvp_fn(u), tg.hessian(_loss)(w, b) @ u, rtol=1e-12)
+    ag = _autograd()
+    anp = pytest.importorskip("autograd.numpy")
+    their_hvp, their_g = ag.make_hvp(lambda w: anp.sum(anp.tanh(np.array([1.0, -2.0, 0.5]) * w + b) ** 2))(w)
+    np.testing.assert_allclose(hvp_fn(v), their_hvp(v), rtol=1e-12)
+
+
 def test_hessian_vector_product_takes_the_vector_last_and_matches_the_hessian():
     w, b, v = np.array([0.3, 0.1, -0.4]), 0.2, np.array([1.0, -1.0, 2.0])
     np.testing.assert_allclose(tg.hessian_vector_product(_loss)(w, b, v), tg.hessian(_loss)(w, b) @ v, rtol=1e-12)
