@@ -160,6 +160,42 @@ def _at(x):
     return At(x)
 
 
+def _setitem(x, index, value):
+    """Tensors take no item assignment: a tape cannot record a write into memory; ``x.at[index].set(v)`` (or
+    ``.add(v)``) is the recorded spelling. One case is NumPy's and passes: outside ``record()``, ``x[i] += v``
+    with a basic index has already added into the view ``x[i]``, and Python then writes that view back onto itself.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0, 3.0])
+    >>> x[0:2] += 1.0
+    >>> x
+    Tensor([2., 3., 3.])
+    """
+    if isinstance(value, Tensor) and _is_view_of(value._data, x._data, index):
+        return
+    raise TypeError(
+        f"x[index] = v on a tensor of shape {x.shape}: tensors take no item assignment (a tape cannot record a "
+        "write into memory). Write x = x.at[index].set(v), or x = x.at[index].add(v) for x[index] += v"
+    )
+
+
+def _is_view_of(v, data, index) -> bool:
+    """Whether ``v`` is exactly the memory ``data[index]`` refers to (the same address, shape and strides)."""
+    if v.__class__ is not np.ndarray or data.__class__ is not np.ndarray or v.base is None:
+        return False
+    try:
+        view = data[_index_of(index)]
+    except (IndexError, TypeError, ValueError):
+        return False
+    if not isinstance(view, np.ndarray) or view.base is None:
+        return False
+    return (
+        v.__array_interface__["data"][0] == view.__array_interface__["data"][0]
+        and v.shape == view.shape
+        and v.strides == view.strides
+    )
+
+
 def _sort(x, axis=-1, kind=None):
     """A sorted copy along ``axis`` (None: flattened); ``x`` is left as it is, unlike NumPy's in-place
     ``ndarray.sort``. The gradient follows the permutation."""
@@ -244,6 +280,37 @@ OPERATORS = {
     "__format__": _format,
 }
 
+# Methods whose signature is not their function's (NumPy's ndarray methods take shapes as *args, and PyTorch's
+# spellings), and the engine's
+ADAPTED = {
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "astype": _astype,
+    "flatten": _flatten,                               # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
+    "compress": _compress,                             # condition first, as ndarray.compress
+    "sort": _sort,                                     # a sorted copy: NumPy's sorts in place
+    "__setitem__": _setitem,                           # refused (x.at[i].set(v)), but for NumPy's x[i] += v
+    # PyTorch's spellings
+    "view": _view,
+    "permute": _permute,
+    "unsqueeze": _unsqueeze,
+    "dim": _dim,
+    # NumPy's dispatch protocols: set_numpy_protocols puts tapegrad.numpy's implementations here
+    "__array_ufunc__": _no_numpy,
+    "__array_function__": _no_numpy,
+    # the engine
+    "backward": _backward,
+    "register_hook": _register_hook,
+}
+
+_EXTRA_PROPERTIES = {
+    "T": ops.transpose,                                # the transpose (reverses all axes), differentiable
+    "mT": _mT,                                         # the last two axes swapped
+    "at": _at,                                         # JAX's x.at[i].set(v) / .add(v)
+}
+# fmt: on
+
+
 # Augmented assignment, x <op>= y. Outside record() it writes into x's memory, as NumPy's does (other references
 # see it; a tape that saved the array finds it changed). Inside record(), when x is an op's output or y is being
 # recorded, it records x <op> y and rebinds the name, as autograd's and JAX's immutable arrays do (a tape cannot
@@ -290,36 +357,6 @@ def _augmented(name: str, f, symbol: str):
         "value is being recorded (refused on a leaf that requires a gradient)."
     )
     return augmented
-
-
-# Methods whose signature is not their function's (NumPy's ndarray methods take shapes as *args, and PyTorch's
-# spellings), and the engine's
-ADAPTED = {
-    "reshape": _reshape,
-    "transpose": _transpose,
-    "astype": _astype,
-    "flatten": _flatten,  # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
-    "compress": _compress,  # condition first, as ndarray.compress
-    "sort": _sort,  # a sorted copy: NumPy's sorts in place
-    # PyTorch's spellings
-    "view": _view,
-    "permute": _permute,
-    "unsqueeze": _unsqueeze,
-    "dim": _dim,
-    # NumPy's dispatch protocols: set_numpy_protocols puts tapegrad.numpy's implementations here
-    "__array_ufunc__": _no_numpy,
-    "__array_function__": _no_numpy,
-    # the engine
-    "backward": _backward,
-    "register_hook": _register_hook,
-}
-
-_EXTRA_PROPERTIES = {
-    "T": ops.transpose,  # the transpose (reverses all axes), differentiable
-    "mT": _mT,  # the last two axes swapped
-    "at": _at,  # JAX's x.at[i].set(v) / .add(v)
-}
-# fmt: on
 
 
 def _op_methods() -> tuple[dict, dict]:

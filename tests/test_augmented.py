@@ -162,3 +162,33 @@ def test_a_recurrent_loglik_accumulated_with_augmented_assignment_has_the_exact_
     tg.gradcheck(lambda W, U: _rnn_loglik(W, U, xs), W, U)
     g = tg.grad(lambda W: _rnn_loglik(W, tg.Tensor(U), xs))(W)
     assert g.shape == (3, 3) and np.abs(g).sum() > 0
+
+
+def test_augmented_assignment_to_a_slice_outside_record_is_numpy_s():
+    x = tg.Tensor(np.ones(4))
+    memory = x.data
+    x[1:3] += 2.0  # the view x[1:3] is updated in place, then written back onto itself
+    assert x.data is memory
+    np.testing.assert_array_equal(x.data, [1.0, 3.0, 3.0, 1.0])
+
+
+@pytest.mark.parametrize("index", [1, [0, 2], np.array([True, False, True, False])], ids=["int", "list", "mask"])
+def test_item_assignment_is_refused_with_the_recorded_spelling_and_nothing_is_written(index):
+    x = tg.Tensor(np.ones(4))
+    with pytest.raises(TypeError, match=r"tensors take no item assignment.*x = x.at\[index\].add\(v\)"):
+        x[index] += 1.0  # a copy was updated, which Python would write back: refused, x unchanged
+    with pytest.raises(TypeError, match=r"x\[index\] = v on a tensor of shape \(4,\)"):
+        x[index] = 5.0
+    np.testing.assert_array_equal(x.data, np.ones(4))
+
+
+def test_augmented_assignment_to_a_slice_inside_record_is_refused_and_at_add_records_it():
+    w = tg.Tensor(np.ones(3), requires_grad=True)
+    with tg.record():
+        h = w * 2.0
+        with pytest.raises(TypeError, match=r"x = x.at\[index\].add\(v\)"):
+            h[0:2] += 1.0  # the slice was rebound to a new value, which cannot be written into h
+        h = h.at[0:2].add(h[0:2] ** 2)
+        loss = h.sum()
+    loss.backward()
+    np.testing.assert_allclose(w.grad, [2.0 + 8.0, 2.0 + 8.0, 2.0])  # d/dw (2w + 4w^2) and 2w
