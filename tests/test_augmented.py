@@ -192,3 +192,19 @@ def test_augmented_assignment_to_a_slice_inside_record_is_refused_and_at_add_rec
         loss = h.sum()
     loss.backward()
     np.testing.assert_allclose(w.grad, [2.0 + 8.0, 2.0 + 8.0, 2.0])  # d/dw (2w + 4w^2) and 2w
+
+
+@pytest.mark.parametrize("name", sorted(set(FLOAT) - {"__imatmul__"}))
+def test_a_rebinding_broadcasts_and_a_reused_input_gets_both_paths(name):
+    in_place, out_of_place = FLOAT[name]
+    rng = np.random.default_rng(4)
+    x, y = rng.uniform(0.6, 1.3, (3, 1)), rng.uniform(0.6, 1.3, (2, 1, 4))  # h ** h stays moderate
+
+    def f(a, b):
+        h = a * b  # (2, 3, 4)
+        h = in_place(h, a)  # a broadcast into h's shape (in place, as NumPy's, where f runs unrecorded)
+        h = in_place(h, h)  # h op= h: the same value on both sides
+        return h.sum(axis=(0, 2), keepdims=True)
+
+    tg.gradcheck(f, x, y)
+    tg.gradgradcheck(f, x, y)
