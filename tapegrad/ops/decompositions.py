@@ -91,7 +91,12 @@ def _qr(a, complete=False, *, xp=np):
 
 def _lu(a):
     """P, L, U with a = P @ L @ U (SciPy's ``scipy.linalg.lu``): Gaussian elimination with partial pivoting on
-    each square matrix of ``a``, batched (one vectorized step per column)."""
+    each square matrix of ``a``, batched (one vectorized step per column); NumPy arrays only."""
+    if a.__class__ is not np.ndarray:
+        raise NotImplementedError(
+            f"lu: computed with NumPy, not on {type(a).__module__}.{type(a).__name__} arrays; convert the matrix to "
+            "a NumPy array first (tg.Tensor(np.asarray(...)))"
+        )
     u = np.array(a, dtype=np.result_type(a.dtype, np.float64) if a.dtype.kind in "biu" else a.dtype, copy=True)
     *batch, n, _ = u.shape
     lower = np.zeros_like(u)
