@@ -24,6 +24,7 @@ __all__ = [
     "entry_died",
     "EntryView",
     "answers",
+    "entry_key",
     "kept_values",
     "OP",
     "SRCS",
@@ -117,6 +118,12 @@ class Entry(weakref.ref):
 def entry_died(entry) -> None:
     """The output node is unreachable: nothing can send a cotangent to this entry any more."""
     entry.rec = None
+
+
+def entry_key(node):
+    """What the entry that recorded ``node`` refers to: its :class:`Outputs` for an output of an op with several
+    outputs, else the node itself (tools match a consumer's inputs to their producers' entries by it)."""
+    return getattr(node, "group", node)
 
 
 def answers(ans) -> tuple:
