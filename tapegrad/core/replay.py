@@ -154,12 +154,8 @@ def _walk_plain(entries, grads, xp, retain, steps, kept):
             e.rec = rec if retain else None  # a tape not retained drops its saved values as its rule runs
             keep(node)
             g = pop(node, None)  # None: nothing asked for depends on it (or its output died)
-            if g is None:
-                if node.__class__ is not Outputs:
-                    continue
-                g = cotangents(node, pop)  # an op with several outputs: all their cotangents at once
-                if g is None:
-                    continue
+            if g is None and (g := cotangents(node, pop)) is None:  # several outputs: all their cotangents
+                continue
             op, srcs, vals, ans, shapes, params, epoch, mask = rec
             if epoch < CLOCK.tick:  # something was changed in place since: was it what this entry saved?
                 check_saved(op, vals, ans, epoch)
@@ -202,12 +198,8 @@ def _walk_recorded(entries, grads, xp, steps):
                 continue
             node = e()
             g = pop(node, None)
-            if g is None:
-                if node.__class__ is not Outputs:
-                    continue
-                g = cotangents(node, pop)
-                if g is None:
-                    continue
+            if g is None and (g := cotangents(node, pop)) is None:
+                continue
             op = rec[OP]
             if rec[EPOCH] < CLOCK.tick:
                 check_saved(op, rec[SAVED], rec[ANS], rec[EPOCH])
@@ -225,7 +217,10 @@ def _walk_recorded(entries, grads, xp, steps):
 
 def cotangents(group, pop):
     """The cotangents of an entry with several outputs (``group``, its :class:`Outputs`), taken out of the
-    replay's dict: a tuple, None for an output nobody used (which its rule skips); None when none was used."""
+    replay's dict: a tuple, None for an output nobody used (which its rule skips); None when none was used, or
+    for an entry of one output (whose cotangent the replay found missing already)."""
+    if group.__class__ is not Outputs:
+        return None
     gs = tuple([None if node is None else pop(node, None) for node in outputs_of(group)])
     for g in gs:
         if g is not None:
