@@ -217,7 +217,13 @@ def hessian_vector_product(f: Callable, argnums: int = 0, *, argnum: int | None 
     >>> tg.hessian_vector_product(lambda x: (x ** 3).sum())(np.array([1.0, 2.0]), np.array([1.0, 1.0]))
     array([ 6., 12.])
     """
-    (i,), _ = parse_argnums(argnums_of(argnums, argnum, "hessian_vector_product"), "hessian_vector_product")
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "hessian_vector_product"), "hessian_vector_product")
+    if many:
+        raise TypeError(
+            f"hessian_vector_product: argnums must be one int (got {nums}); for several arguments pass them as one "
+            "tuple argument, or use tg.hvp on a tree"
+        )
+    (i,) = nums
 
     @functools.wraps(f)
     def hvp_f(*args_and_v, **kwargs):

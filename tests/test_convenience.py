@@ -111,6 +111,8 @@ def test_hessian_vector_product_takes_the_vector_last_and_matches_the_hessian():
     np.testing.assert_allclose(tg.hessian_vector_product(_loss)(w, b, v), tg.hessian(_loss)(w, b) @ v, rtol=1e-12)
     with pytest.raises(TypeError, match=r"\(\*args, v\)"):
         tg.hessian_vector_product(_loss)(w)
+    with pytest.raises(TypeError, match="hessian_vector_product: argnums must be one int"):
+        tg.hessian_vector_product(_loss, (0, 1))
 
 
 # -- flatten and flatten_func ---------------------------------------------------------------------------------
