@@ -34,7 +34,11 @@ def derivatives(x, n=6):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=700, help="points in [-7, 7] (default 700)")
-    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "tapegrad-tanh"), help="output folder")
+    parser.add_argument(
+        "--out",
+        default=os.path.join(tempfile.gettempdir(), "tapegrad-tanh"),
+        help="output folder (default: tapegrad-tanh in the temporary directory)",
+    )
     args = parser.parse_args(argv)
     x = np.linspace(-7, 7, args.points)
     ys = derivatives(x)
