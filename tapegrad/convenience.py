@@ -326,7 +326,7 @@ def fixed_point(f: Callable, a, x0, distance: Callable = _distance, tol: float =
 
     Its gradient in ``a`` (an array or a tree of them) comes from the implicit function theorem: one more
     fixed-point iteration, of the adjoint ``w = g + w ∂f/∂x``, with the VJPs of one step at ``x*``. The memory
-    used does not grow with the number of iterations; ``x0`` gets no gradient. A map that does not converge
+    used does not grow with the number of iterations; ``x0`` (an array) gets no gradient. A map that does not converge
     within ``max_iter`` raises ``RuntimeError``. ``f(a)`` is written with tapegrad's functions (``tg.*`` or
     ``tapegrad.numpy``), as any function ``grad`` differentiates.
 
@@ -340,6 +340,11 @@ def fixed_point(f: Callable, a, x0, distance: Callable = _distance, tol: float =
     flat_a, unflatten = flatten(a)
     if not isinstance(flat_a, Tensor):
         flat_a = np.asarray(flat_a, dtype=np.result_type(flat_a, np.float64))
+    if isinstance(x0, (list, tuple, dict)):
+        raise TypeError(
+            f"fixed_point: x0 is an array (got a {type(x0).__name__}); for a tree of arrays, iterate on the vector "
+            "of tg.flatten(x0) and unflatten inside f(a)"
+        )
     x0 = x0._data if isinstance(x0, Tensor) else np.asarray(x0, dtype=np.float64)
     out = _fixed_point(flat_a, x0, f=f, unflatten=unflatten, distance=distance, tol=tol, max_iter=max_iter)
     return out if is_recording() else out._data

@@ -7,6 +7,9 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
 from tapegrad.tensor_methods import AUGMENTED
@@ -208,3 +211,34 @@ def test_a_rebinding_broadcasts_and_a_reused_input_gets_both_paths(name):
 
     tg.gradcheck(f, x, y)
     tg.gradgradcheck(f, x, y)
+
+
+@st.composite
+def _x_and_y(draw):
+    """An op's name, then x and a y that broadcasts into x's shape (so NumPy's in-place update takes it too)."""
+    name = draw(st.sampled_from(sorted(set(FLOAT) - {"__imatmul__"})))
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, max_side=3))
+    y_shape = draw(hnp.broadcastable_shapes(shape, max_dims=len(shape), max_side=3))
+    assume(np.broadcast_shapes(shape, y_shape) == shape)
+    x = draw(hnp.arrays(np.float64, shape, elements=st.floats(0.5, 1.5)))
+    y = draw(hnp.arrays(np.float64, y_shape, elements=st.floats(0.5, 1.5)))
+    return name, x, y
+
+
+@given(_x_and_y())
+def test_recorded_and_in_place_augmented_assignment_agree_and_the_recorded_one_is_exact(drawn):
+    name, x, y = drawn
+    in_place, out_of_place = FLOAT[name]
+
+    def f(a, b):
+        h = a * 1.0
+        h = in_place(h, b)
+        return h
+
+    plain = f(tg.Tensor(x), tg.Tensor(y))  # in place, unrecorded
+    a = tg.Tensor(x, requires_grad=True)
+    with tg.record():
+        recorded = f(a, tg.Tensor(y))
+    np.testing.assert_allclose(recorded.data, plain.data, rtol=1e-15)
+    np.testing.assert_allclose(recorded.data, out_of_place(x, y), rtol=1e-15)
+    tg.gradcheck(f, x, y)

@@ -187,6 +187,8 @@ def test_fixed_point_keeps_no_iteration_on_the_tape_and_refuses_a_map_that_does_
     np.testing.assert_allclose(a.grad, [1.0])  # d(x*^2)/da = 1
     with pytest.raises(RuntimeError, match="fixed_point: the forward iteration did not converge within max_iter=50"):
         tg.fixed_point(lambda a: lambda x: 2.0 * x + a, np.ones(1), np.ones(1), max_iter=50)
+    with pytest.raises(TypeError, match="fixed_point: x0 is an array \\(got a dict\\)"):
+        tg.fixed_point(lambda a: lambda x: x, np.ones(1), {"x": np.ones(1)})
 
 
 def test_fixed_point_matches_autograd():
