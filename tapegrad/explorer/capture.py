@@ -24,7 +24,7 @@ from ..debug.reading import analyse, fmt_dtype
 
 __all__ = ["summary", "ValueCapture", "ReplayCapture", "table", "FULL"]
 
-FULL = 64  # arrays of at most this many elements are shown in full
+FULL = 16  # arrays of at most this many elements are shown in full
 BINS = 16  # bars of a large array's histogram
 
 
