@@ -42,7 +42,8 @@
   function showArray(s, cls) {
     const box = el("div", { "class": "array-box" });
     if (!s) { box.appendChild(el("span", { "class": "kv" }, "not kept by the tape")); return box; }
-    const head = el("div", { "class": "kv" }, fmtShape(s.shape) + " " + s.dtype + (s.kept ? " (as the tape saved it)" : ""));
+    const head = el("div", { "class": "kv" }, fmtShape(s.shape) + " " + s.dtype + (s.kept ? " (as the tape saved it)" : "") +
+      (s.hist ? "   min " + fmtNum(s.min) + "  max " + fmtNum(s.max) + "  mean " + fmtNum(s.mean) + "  std " + fmtNum(s.std) : ""));
     if (nonfinite(s)) head.appendChild(el("span", { "class": "badge" }, (s.nan ? s.nan + " NaN " : "") + (s.inf ? s.inf + " inf" : "")));
     box.appendChild(head);
     if (s.values) {
@@ -56,9 +57,7 @@
       } else text = "[" + v.join(", ") + "]";
       box.appendChild(el("code", { "class": "array " + (cls || ""), "data-values": JSON.stringify(s.values.map(String)) }, text));
     } else if (s.hist) {
-      box.appendChild(el("div", { "class": "kv stats" },
-        "min " + fmtNum(s.min) + "  max " + fmtNum(s.max) + "  mean " + fmtNum(s.mean) + "  std " + fmtNum(s.std)));
-      const W = 240, H = 48, top = Math.max.apply(null, s.hist) || 1, bw = W / s.hist.length;
+      const W = 240, H = 30, top = Math.max.apply(null, s.hist) || 1, bw = W / s.hist.length;
       const h = svg("svg", { "class": "hist", width: W, height: H + 14, viewBox: "0 0 " + W + " " + (H + 14) });
       s.hist.forEach(function (c, i) {
         const bh = H * c / top;
@@ -141,7 +140,9 @@
     return tr;
   });
   tableBox.appendChild(table);
-  layout.appendChild(tableBox);
+  const left = el("div");
+  layout.appendChild(left);
+  left.appendChild(tableBox);
 
   // -- the graph, laid out here: layers by longest path from the leaves, orders by barycentres ---------------------
   const right = el("div");
@@ -161,7 +162,10 @@
     r.inputs.forEach(function (inp) {
       let src = null;
       if (inp.kind === "entry") src = byKey["e" + inp.entry];
-      else if (inp.kind === "leaf") src = addNode("l" + inp.name, "leaf", inp.name);
+      else if (inp.kind === "leaf") {
+        const leaf = leafByName[inp.name];
+        src = addNode("l" + inp.name, leaf && !leaf.requires_grad ? "constant" : "leaf", inp.name);
+      }
       else if (inp.kind === "constant") src = addNode("c" + r.index + inp.name, "constant", inp.name);
       if (src === null || src === undefined) return;
       nodes[me].preds.push(src);
@@ -227,7 +231,7 @@
 
   // -- the entry at this step ---------------------------------------------------------------------------------------
   const details = el("section", { id: "details" });
-  right.appendChild(details);
+  left.appendChild(details);
 
   // -- memory over the replay ------------------------------------------------------------------------------------------
   const memBox = el("section", { id: "memory-box" });
@@ -294,7 +298,7 @@
       return d;
     });
     progBox.appendChild(prog);
-    layout.appendChild(progBox);
+    right.appendChild(progBox);
   }
 
   // -- one step ----------------------------------------------------------------------------------------------------------
@@ -369,7 +373,12 @@
       : (back ? "backward " + (state - n) + "/" + m : "forward " + state + "/" + n) + ": " + call(rows[current]);
     describe();
     drawMemory();
-    if (current >= 0) rowEls[current].scrollIntoView({ block: "nearest" });
+    if (current >= 0) {  // keep the row in view, scrolling its box only
+      const tr = rowEls[current];
+      if (tr.offsetTop < tableBox.scrollTop + 30 || tr.offsetTop > tableBox.scrollTop + tableBox.clientHeight - 30) {
+        tableBox.scrollTop = Math.max(0, tr.offsetTop - tableBox.clientHeight / 2);
+      }
+    }
   }
   document.getElementById("btn-first").addEventListener("click", function () { go(0); });
   document.getElementById("btn-prev").addEventListener("click", function () { go(state - 1); });
