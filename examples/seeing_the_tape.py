@@ -90,8 +90,15 @@ def open_browser(width: int = 1400, height: int = 1000):
         return None
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={width},{height}", "--hide-scrollbars", "--force-device-scale-factor=1"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(driver), options=options)
@@ -101,8 +108,10 @@ def screenshots(out: pathlib.Path) -> list:
     """Each page of ``out`` at the step SHOTS says, as a PNG beside it."""
     browser = open_browser(1400, 900)
     if browser is None:
-        raise SystemExit('screenshots need selenium and Chromium: pip install -e ".[browser]" and '
-                         "apt-get install chromium chromium-driver")
+        raise SystemExit(
+            'screenshots need selenium and Chromium: pip install -e ".[browser]" and '
+            "apt-get install chromium chromium-driver"
+        )
     written = []
     try:
         for name, (step, nodegraph) in SHOTS.items():
@@ -120,7 +129,9 @@ def screenshots(out: pathlib.Path) -> list:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=pathlib.Path, default=None, help="folder for the pages (default: a temporary one)")
+    parser.add_argument(
+        "--out", type=pathlib.Path, default=None, help="folder for the pages (default: a temporary one)"
+    )
     parser.add_argument("--update-docs", action="store_true", help="rewrite docs/explorer/ (pages and screenshots)")
     args = parser.parse_args(argv)
     if args.out and args.update_docs:

@@ -88,7 +88,22 @@ class Tape(BaseTape):
         """Observe every later replay of this tape: ``make(tape)`` is called as a replay starts, for an object
         the replay calls per entry, ``observer(index, rec, node, g, grads)``, which returns the op ``rec[OP]``
         unchanged, and ``done()`` at the end (the tape explorer's capture). It runs before tracing and anomaly
-        checks, which may still wrap the rules."""
+        checks, which may still wrap the rules.
+
+        >>> import tapegrad as tg
+        >>> class Seen:
+        ...     def __init__(self): self.ops = []
+        ...     def __call__(self, index, rec, node, g, grads):
+        ...         self.ops.append(rec[0].name); return rec[0]
+        ...     def done(self): pass
+        >>> seen = Seen()
+        >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+        >>> with tg.record() as t:
+        ...     y = tg.exp(x).sum()
+        >>> t.add_replay_observer(lambda tape: seen)
+        >>> y.backward(); seen.ops
+        ['sum', 'exp']
+        """
         self._replay_observers.append(make)
 
     def observer(self, trace):

@@ -11,7 +11,7 @@ import pytest
 
 import tapegrad as tg
 from tapegrad.explorer import Explorer
-from tapegrad.explorer.capture import summary
+from tapegrad.explorer.capture import ReplayCapture, summary
 
 
 def _values(s):
@@ -191,3 +191,58 @@ def test_in_a_notebook_it_shows_inline(monkeypatch):
     monkeypatch.setattr(tg.explorer, "_in_notebook", lambda: True)
     ex = tg.explore(lambda x: x * x, 3.0)
     assert isinstance(ex, Explorer) and len(shown) == 1 and "srcdoc" in shown[0].data
+
+
+def _close(committed, fresh, path="data"):
+    """The same structure, the same strings and integers, floats equal to 1e-9 relative (BLAS may sum in another
+    order on another processor); NaN equal to NaN."""
+    assert type(committed) is type(fresh), f"{path}: {committed!r} != {fresh!r}"
+    if isinstance(committed, dict):
+        assert committed.keys() == fresh.keys(), path
+        for k in committed:
+            _close(committed[k], fresh[k], f"{path}[{k!r}]")
+    elif isinstance(committed, list):
+        assert len(committed) == len(fresh), path
+        for i, (a, b) in enumerate(zip(committed, fresh)):
+            _close(a, b, f"{path}[{i}]")
+    elif isinstance(committed, float):
+        assert committed == pytest.approx(fresh, rel=1e-9, abs=1e-12, nan_ok=True), path
+    else:
+        assert committed == fresh, path
+
+
+def test_the_committed_pages_of_the_guide_are_what_the_example_writes(tmp_path):
+    pytest.importorskip("sklearn", reason="the digits MLP's page needs scikit-learn's digits")
+    import importlib.util
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("seeing_the_tape", root / "examples" / "seeing_the_tape.py")
+    tour = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tour)
+    written = tour.pages(tmp_path)
+    for name, ex in written.items():
+        committed = (root / "docs" / "explorer" / f"{name}.html").read_text()
+        if name == "tutorial":  # exact arithmetic: the same page, byte for byte
+            assert committed == ex.html, "docs/explorer/ is stale: python examples/seeing_the_tape.py --update-docs"
+        _close(page_data(committed), page_data(ex.html), name)
+        assert (root / "docs" / "explorer" / f"{name}.png").stat().st_size > 10_000  # its screenshot
+
+
+def test_the_explorers_observer_leaves_anomaly_checks_and_tracing_in_place():
+    x = tg.Tensor([0.0, 4.0], requires_grad=True)
+    with tg.record(detect_anomaly=True) as t:
+        y = tg.sqrt(x).sum()
+    with np.errstate(divide="ignore"), pytest.raises(tg.AnomalyError, match="sqrt"):
+        tg.explore(t, y)  # the rule's infinite gradient is still caught, naming the op
+    import io
+
+    out = io.StringIO()
+    w = tg.Tensor([1.0, 2.0], requires_grad=True, name="w")
+    with tg.record() as t:
+        loss = (w * w).sum()
+    capture = ReplayCapture(t)
+    t.add_replay_observer(lambda tape: capture)
+    loss.backward(trace=out)  # the trace still prints each adjoint update, and the capture saw each entry
+    assert "ḡw = ḡt0·∂t0/∂w" in out.getvalue() and w.grad.tolist() == [2.0, 4.0]
+    assert [s["adjoint"]["shape"] for s in capture.steps] == [[], [2]]

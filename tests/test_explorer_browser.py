@@ -3,6 +3,8 @@ from file:// with no console error, steps through a whole replay with the keyboa
 numbers it shows are the tape's. Skipped, saying what is missing, where the browser or selenium is absent:
 ``apt-get install chromium chromium-driver`` and ``pip install -e ".[browser]"`` (.ci/run installs both)."""
 
+import importlib.util
+import pathlib
 import shutil
 
 import numpy as np
@@ -23,25 +25,21 @@ if CHROMIUM is None or DRIVER is None:
         allow_module_level=True,
     )
 
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 
-def open_browser(width=1400, height=1000):
-    """Headless chromium, as the tests and the docs' screenshots use it."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={width},{height}", "--hide-scrollbars"):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(DRIVER), options=options)
+def _example():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("seeing_the_tape", root / "examples" / "seeing_the_tape.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
 def browser():
-    driver = open_browser()
+    driver = _example().open_browser()  # headless Chromium, as the docs' screenshots are taken
     yield driver
     driver.quit()
 
@@ -60,8 +58,11 @@ def _errors(browser):
 
 def _shown(browser, element_id):
     """The numbers an array box of the page shows (its code block's text, parsed)."""
-    code = browser.find_element(By.CSS_SELECTOR, f"#{element_id} code")
-    return np.array([float(v.replace("inf", "Infinity")) for v in code.text.replace("[", " ").replace("]", " ").replace(",", " ").split()])
+    return _numbers(browser.find_element(By.CSS_SELECTOR, f"#{element_id} code").text)
+
+
+def _numbers(text):
+    return np.array([float(v) for v in text.replace("[", " ").replace("]", " ").replace(",", " ").split()])
 
 
 def _f(x, w, b):
@@ -95,8 +96,7 @@ def test_the_page_steps_through_a_replay_and_shows_the_tapes_numbers(browser, tm
         assert "freed" in browser.find_element(By.ID, f"row-{n - 1}").get_attribute("class") or j == 0
     shown = browser.find_elements(By.CSS_SELECTOR, "#details code.leaf-grad")
     for code, g in zip(shown, grads):  # the leaves' gradients, at the end, are tg.grad's
-        values = [float(v) for v in code.text.replace("[", " ").replace("]", " ").replace(",", " ").split()]
-        np.testing.assert_allclose(values, np.ravel(g), rtol=1e-5)
+        np.testing.assert_allclose(_numbers(code.text), np.ravel(g), rtol=1e-5)
     body.send_keys(Keys.HOME)
     assert browser.execute_script("return explorer.state()") == 0
     body.send_keys(Keys.END)
