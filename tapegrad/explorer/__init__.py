@@ -20,7 +20,8 @@ adjoints and the bytes held from an observer of its replay (``Tape.add_replay_ob
   of the arrays (for its program), and the tape explored is ``loss``'s on the same arguments.
 - ``tg.explore(t, loss)`` for a tape ``t`` recorded by ``tg.record()``: that tape, replayed from ``loss``
   (consumed, as ``backward()`` consumes it, unless persistent; no ``.grad`` written). Values the tape did not keep
-  show as such; without ``loss`` the page shows the tape unreplayed.
+  show as such; without ``loss`` the page shows the tape unreplayed. A block recorded with
+  ``with tapegrad.explorer.record() as t:`` keeps every value and source line for the page.
 
 >>> import os, tempfile
 >>> import tapegrad as tg
@@ -48,11 +49,11 @@ import numpy as np
 from .._tensor import Tensor
 from ..compile import Compiled
 from ..core import BaseTape
-from ..tape import record
+from ..tape import record as tape_record
 from .capture import ReplayCapture, ValueCapture, summary, table
 from .page import render_page
 
-__all__ = ["explore", "Explorer"]
+__all__ = ["explore", "Explorer", "record"]
 
 MEASURE_UP_TO = 3000  # entries: up to here the replay measures the tape's bytes at every entry
 
@@ -190,12 +191,32 @@ def _tensors(node, name):
     return node
 
 
+def record(**options):
+    """``tg.record(track_source=True, **options)`` that also keeps a summary of every value it records, for
+    ``tg.explore(t, loss)`` to show: a recorded block, explored.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor(2.0, requires_grad=True, name="x")
+    >>> with tg.explorer.record() as t:
+    ...     y = x**2 + 3 * x + 1
+    >>> ex = tg.explore(t, y)
+    >>> [row["value"]["values"] for row in ex.data["rows"]], ex.grads
+    ([[4.0], [6.0], [10.0], [11.0]], {'x': 7.0})
+    """
+    t = tape_record(track_source=True, **options)
+    t.add_monitor(ValueCapture())
+    return t
+
+
+def _captured(t) -> dict:
+    """The values a :func:`record` tape's monitor kept, or none."""
+    return next((m.values for m in t.monitors if isinstance(m, ValueCapture)), {})
+
+
 def _explore_function(f, args, kwargs, title):
     targs = [_tensors(a, n) for a, n in zip(args, _names(f, args))]
     tkwargs = {k: _tensors(v, k) for k, v in kwargs.items()}
-    values = ValueCapture()
-    t = record(track_source=True)
-    t.add_monitor(values)
+    t = record()
     with t:
         out = f(*targs, **tkwargs)
     if not isinstance(out, Tensor) or out.size != 1:
@@ -204,22 +225,25 @@ def _explore_function(f, args, kwargs, title):
             f"tg.explore({title}, ...): the function must return a scalar tensor (a loss), got {what}; for a "
             "training step, explore its loss function: tg.explore(loss, params, X, y)"
         )
-    rows, leaves = table(t, values.values)
-    values = None
+    rows, leaves = table(t, _captured(t))
     data = _replay(t, out, rows, leaves, title)
     data["source"] = "a function, recorded and replayed by tg.explore"
     return data
 
 
 def _explore_tape(t, loss):
-    rows, leaves = table(t, {})
+    rows, leaves = table(t, _captured(t))
     title = "a tape" + (f" recorded at {os.path.basename(t.site[0])}:{t.site[1]}" if t.site else "")
     if loss is None:
         data = _data(rows, leaves, title, None, [])
         data["note"] = "no replay: tg.explore(t, loss) replays the tape from loss"
     else:
         data = _replay(t, loss, rows, leaves, title)
-    data["source"] = "a tape recorded by tg.record(); values it did not keep are not shown"
+    data["source"] = (
+        "a block recorded by tapegrad.explorer.record()"
+        if _captured(t)
+        else "a tape recorded by tg.record(); values it did not keep are not shown"
+    )
     return data
 
 
