@@ -246,3 +246,13 @@ def test_the_explorers_observer_leaves_anomaly_checks_and_tracing_in_place():
     loss.backward(trace=out)  # the trace still prints each adjoint update, and the capture saw each entry
     assert "ḡw = ḡt0·∂t0/∂w" in out.getvalue() and w.grad.tolist() == [2.0, 4.0]
     assert [s["adjoint"]["shape"] for s in capture.steps] == [[], [2]]
+
+
+def test_inside_a_recording_block_it_records_nothing_there_and_keeps_the_pending_tape():
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tg.record() as outer:
+        y = x * x
+        ex = tg.explore(lambda v: v**3, 3.0)
+    assert ex.grads == {"v": 27.0} and len(outer) == 1  # the explorer's ops are on its own tape only
+    y.backward()
+    assert float(x.grad) == 4.0

@@ -48,7 +48,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..compile import Compiled
-from ..core import BaseTape
+from ..core import BaseTape, keep_pending, stop_recording
 from ..tape import record as tape_record
 from .capture import ReplayCapture, ValueCapture, summary, table
 from .page import render_page
@@ -126,19 +126,22 @@ def explore(target, *args, path=None, nodegraph: bool = False, **kwargs) -> Expl
     >>> tg.explore(lambda x: (x * x).sum(), [1.0, 2.0]).grads["x"]
     [2.0, 4.0]
     """
-    if isinstance(target, BaseTape):
-        if len(args) > 1 or kwargs:
-            raise TypeError("tg.explore(tape, loss): give the tape and, optionally, the value to replay it from")
-        data = _explore_tape(target, args[0] if args else None)
-    elif isinstance(target, Compiled):
-        data = _explore_compiled(target, args, kwargs)
-    elif callable(target):
-        data = _explore_function(target, args, kwargs, getattr(target, "__name__", "f"))
-    else:
+    if isinstance(target, BaseTape) and (len(args) > 1 or kwargs):
+        raise TypeError("tg.explore(tape, loss): give the tape and, optionally, the value to replay it from")
+    if not isinstance(target, BaseTape) and not callable(target):
         raise TypeError(
             f"tg.explore: expected a function and its arguments, a compiled function, or a tape, got "
             f"{type(target).__name__}"
         )
+    # Its own recording and replay only: tapes active around the call record none of it, and a tape kept for
+    # a later loss.backward() stays kept.
+    with stop_recording(), keep_pending():
+        if isinstance(target, BaseTape):
+            data = _explore_tape(target, args[0] if args else None)
+        elif isinstance(target, Compiled):
+            data = _explore_compiled(target, args, kwargs)
+        else:
+            data = _explore_function(target, args, kwargs, getattr(target, "__name__", "f"))
     data["nodegraph"] = _nodegraph(data) if nodegraph else None
     ex = Explorer(data, path)
     if _in_notebook():
