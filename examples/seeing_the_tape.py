@@ -128,10 +128,10 @@ def screenshots(out: pathlib.Path) -> list:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--out", type=pathlib.Path, default=None, help="folder for the pages (default: a temporary one)"
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
+    parser.add_argument("--out", type=pathlib.Path, default=None, help="folder for the pages; None: a temporary one")
     parser.add_argument("--update-docs", action="store_true", help="rewrite docs/explorer/ (pages and screenshots)")
     args = parser.parse_args(argv)
     if args.out and args.update_docs:
