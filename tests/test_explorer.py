@@ -187,10 +187,15 @@ def test_bad_input_is_refused_by_name_and_the_user_can_go_on():
 def test_in_a_notebook_it_shows_inline(monkeypatch):
     display = pytest.importorskip("IPython.display", reason="IPython is not installed: the inline display is untested")
     shown = []
-    monkeypatch.setattr(display, "display", shown.append)
+    monkeypatch.setattr(display, "display", lambda bundle, raw: shown.append((bundle, raw)))
     monkeypatch.setattr(tg.explorer, "_in_notebook", lambda: True)
     ex = tg.explore(lambda x: x * x, 3.0)
-    assert isinstance(ex, Explorer) and len(shown) == 1 and "srcdoc" in shown[0].data
+    assert isinstance(ex, Explorer) and len(shown) == 1
+    bundle, raw = shown[0]
+    assert raw and bundle["text/html"] == ex.iframe() and "srcdoc=" in bundle["text/html"]
+    monkeypatch.setattr(tg.explorer, "_in_notebook", lambda: False)
+    tg.explore(lambda x: x * x, 3.0)
+    assert len(shown) == 1  # outside a notebook nothing is displayed
 
 
 def _close(committed, fresh, path="data"):
@@ -256,3 +261,10 @@ def test_inside_a_recording_block_it_records_nothing_there_and_keeps_the_pending
     assert ex.grads == {"v": 27.0} and len(outer) == 1  # the explorer's ops are on its own tape only
     y.backward()
     assert float(x.grad) == 4.0
+
+
+def test_a_long_tape_not_measured_at_each_entry_counts_what_the_earlier_entries_hold(monkeypatch):
+    x, w, b = _args()
+    measured = [s["held"] for s in tg.explore(_f, x, w, b).data["steps"]]
+    monkeypatch.setattr(tg.explorer, "MEASURE_UP_TO", 0)
+    assert [s["held"] for s in tg.explore(_f, x, w, b).data["steps"]] == measured

@@ -144,3 +144,18 @@ def test_a_compiled_programs_lines_follow_the_replay(browser, tmp_path):
     current = browser.find_elements(By.CSS_SELECTOR, "#program .line.current")
     assert current and all("(grad of matmul)" in c.text for c in current)
     assert _errors(browser) == []
+
+
+def test_the_inline_view_a_notebook_shows_runs_in_its_iframe(browser, tmp_path):
+    ex = tg.explore(lambda x: x**2 + 3 * x + 1, 2.0)
+    host = tmp_path / "notebook.html"
+    host.write_text(f"<!doctype html><html><body><p>a notebook's output cell</p>{ex.iframe()}</body></html>")
+    browser.get_log("browser")
+    browser.get(host.as_uri())
+    browser.switch_to.frame(browser.find_element(By.TAG_NAME, "iframe"))
+    try:
+        browser.find_element(By.ID, "btn-end").click()
+        np.testing.assert_allclose(_numbers(browser.find_element(By.CSS_SELECTOR, "code.leaf-grad").text), [7.0])
+    finally:
+        browser.switch_to.default_content()
+    assert _errors(browser) == []

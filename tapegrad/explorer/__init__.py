@@ -96,10 +96,10 @@ class Explorer:
     def show(self) -> None:
         """Display the page inline in a notebook (IPython.display); outside IPython, nothing."""
         try:
-            from IPython.display import HTML, display  # optional: shown inline where IPython runs
+            from IPython.display import display  # optional: shown inline where IPython runs
         except ImportError:
             return
-        display(HTML(self.iframe()))
+        display({"text/html": self.iframe(), "text/plain": repr(self)}, raw=True)
 
     def __repr__(self) -> str:
         where = f", written to {self.path}" if self.path else ""
@@ -263,12 +263,14 @@ def _replay(t, out, rows, leaves, title):
 def _data(rows, leaves, title, output, steps, adjoints=None):
     adjoints = adjoints or {}
     by_pos = {r["pos"]: r["index"] for r in rows}
-    for s in steps:
-        s["entry"] = by_pos.get(s.pop("pos"))
     running, forward = 0, []
     for r in rows:
         running += r["bytes"]
         forward.append(running)
+    for s in steps:
+        s["entry"] = by_pos.get(s.pop("pos"))
+        if s["held"] is None and s["entry"] is not None:  # a long tape, not measured: what the entries before hold
+            s["held"] = forward[s["entry"] - 1] if s["entry"] else 0
     leaf_rows = [
         {
             "name": name,
