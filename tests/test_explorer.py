@@ -106,7 +106,9 @@ def test_a_tape_recorded_by_the_user_replayed_from_its_loss():
     unreplayed = tg.explore(t)
     assert unreplayed.data["steps"] == [] and "no replay" in unreplayed.data["note"]
     assert unreplayed.data["rows"][2]["value"]["kept"]  # tanh saves its output: the page shows it
-    assert unreplayed.data["rows"][0]["value"] is None  # matmul's output was not kept
+    assert unreplayed.data["rows"][3]["value"]["kept"]  # the sum's output, as the product that uses it saved it
+    np.testing.assert_allclose(_values(unreplayed.data["rows"][3]["value"]), x.sum(axis=1, keepdims=True))
+    assert unreplayed.data["rows"][0]["value"] is None  # matmul's output was not kept by anything
     ex = tg.explore(t, loss)
     assert t.state == "replayed" and all(v.grad is None for v in xs)
     for name, g in zip("xwb", tg.grad(_f, argnums=(0, 1, 2))(x, w, b)):

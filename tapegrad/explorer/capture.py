@@ -19,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import is_array, nbytes, to_numpy
-from ..core.node import ANS, OP, SRCS, Node
+from ..core.node import ANS, OP, SAVED, SRCS, Node
 from ..debug.reading import analyse, fmt_dtype
 
 __all__ = ["summary", "ValueCapture", "ReplayCapture", "table", "FULL"]
@@ -119,18 +119,33 @@ def _input(src, name, shape, known):
     return {"name": name, "kind": "leaf", "shape": list(src.shape), "dtype": fmt_dtype(src.dtype)}
 
 
-def _value(row, values):
-    """The entry's output: as the monitor saw it, or as the tape saved it (a plain tape keeps some), or None."""
+def _value(row, values, saved):
+    """The entry's output: as the monitor saw it, or as the tape saved it (the entry itself, or an entry that uses
+    it: a plain tape keeps some), or None."""
     if id(row.entry) in values:
         return values[id(row.entry)]
     ans = row.rec[ANS]
+    if not is_array(ans):
+        ans = saved.get(row.entry())
     return dict(summary(ans), kept=True) if is_array(ans) else None
+
+
+def _saved_inputs(rows) -> dict:
+    """Node -> the array an entry using it saved (a rule that reads an input keeps that input's array)."""
+    saved = {}
+    for r in rows:
+        for src, v in zip(r.rec[SRCS], r.rec[SAVED]):
+            if src.__class__ is Node and is_array(v):
+                saved.setdefault(src, v)
+    return saved
 
 
 def table(tape, values: dict) -> tuple[list, dict]:
     """The tape's live entries as rows of plain data, and its leaves (name -> tensor), before any replay."""
     rows, leaves, known = [], {}, {}
-    for r in analyse(tape):
+    analysed = analyse(tape)
+    saved = _saved_inputs(analysed)
+    for r in analysed:
         node = r.entry()
         if node is not None:
             known[node] = r.index
@@ -154,7 +169,7 @@ def table(tape, values: dict) -> tuple[list, dict]:
                 "bytes": r.bytes,
                 "where": where,
                 "code": code,
-                "value": _value(r, values),
+                "value": _value(r, values, saved),
             }
         )
     return rows, leaves

@@ -270,7 +270,7 @@
     mem.appendChild(svg("text", { x: L - 4, y: B, "text-anchor": "end" }, "0"));
     mem.appendChild(svg("line", { "class": "split", x1: X(n), y1: T, x2: X(n), y2: B }));
     mem.appendChild(svg("text", { x: (L + X(n)) / 2, y: 196, "text-anchor": "middle" }, "forward"));
-    mem.appendChild(svg("text", { x: (X(n) + R) / 2, y: 196, "text-anchor": "middle" }, "backward"));
+    if (m) mem.appendChild(svg("text", { x: (X(n) + R) / 2, y: 196, "text-anchor": "middle" }, "backward"));
     const line = function (s, cls) {
       mem.appendChild(svg("polyline", { "class": cls, points: s.map(function (v, i) { return X(i) + "," + Y(v); }).join(" ") }));
     };
