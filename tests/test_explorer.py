@@ -94,6 +94,8 @@ def test_nothing_recorded_stays_alive_and_no_grad_is_written():
     gc.collect()
     assert len(tg.debug.live_tapes()) == before
     assert w.grad is None
+    v = tg.Tensor(np.ones(2), requires_grad=True)  # unnamed: named on the page after the parameter, not renamed
+    assert "v" in tg.explore(lambda v: v.sum(), v).grads and v.name is None
     np.testing.assert_allclose(ex.grads["w"], np.exp(1.0) * 2)
     json.dumps(ex.data, allow_nan=True)  # plain data only: no array is kept
 

@@ -175,11 +175,13 @@ def _names(f, args):
     return names
 
 
-def _tensors(node, name):
-    """``node`` with its floating numbers and arrays as tensors that need a gradient, named by their path."""
+def _tensors(node, name, renamed):
+    """``node`` with its floating numbers and arrays as tensors that need a gradient, named by their path; a
+    tensor of the user's without a name is named so for the page, and listed in ``renamed`` to be unnamed after."""
     if isinstance(node, Tensor):
         if node.name is None and node.requires_grad:
             node.name = name
+            renamed.append(node)
         return node
     if isinstance(node, bool) or isinstance(node, numbers.Integral):
         return node
@@ -188,9 +190,9 @@ def _tensors(node, name):
     if isinstance(node, (list, tuple)) and node and all(isinstance(v, numbers.Number) for v in node):
         return Tensor(np.array(node, dtype=float), requires_grad=True, name=name)
     if isinstance(node, dict):
-        return {k: _tensors(v, f"{name}[{k!r}]") for k, v in node.items()}
+        return {k: _tensors(v, f"{name}[{k!r}]", renamed) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return type(node)(_tensors(v, f"{name}[{i}]") for i, v in enumerate(node))
+        return type(node)(_tensors(v, f"{name}[{i}]", renamed) for i, v in enumerate(node))
     return node
 
 
@@ -217,8 +219,17 @@ def _captured(t) -> dict:
 
 
 def _explore_function(f, args, kwargs, title):
-    targs = [_tensors(a, n) for a, n in zip(args, _names(f, args))]
-    tkwargs = {k: _tensors(v, k) for k, v in kwargs.items()}
+    renamed: list = []
+    try:
+        targs = [_tensors(a, n, renamed) for a, n in zip(args, _names(f, args))]
+        tkwargs = {k: _tensors(v, k, renamed) for k, v in kwargs.items()}
+        return _record_and_replay(f, targs, tkwargs, title)
+    finally:
+        for tensor in renamed:  # the page has the names; the user's tensors keep theirs (none)
+            tensor.name = None
+
+
+def _record_and_replay(f, targs, tkwargs, title):
     t = record()
     with t:
         out = f(*targs, **tkwargs)
