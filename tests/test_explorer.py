@@ -272,3 +272,24 @@ def test_a_long_tape_not_measured_at_each_entry_counts_what_the_earlier_entries_
     measured = [s["held"] for s in tg.explore(_f, x, w, b).data["steps"]]
     monkeypatch.setattr(tg.explorer, "MEASURE_UP_TO", 0)
     assert [s["held"] for s in tg.explore(_f, x, w, b).data["steps"]] == measured
+
+
+def _eigh_loss(a):
+    w, v = tg.linalg.eigh(a)
+    return (w * w).sum() + (v[:, 0] ** 2).sum()
+
+
+def test_an_op_with_several_outputs_shows_each_value_and_each_adjoint():
+    a = np.array([[2.0, 0.5], [0.5, 1.0]])
+    ex = tg.explore(_eigh_loss, a)
+    eigh = ex.data["rows"][0]
+    assert eigh["op"] == "eigh" and eigh["value"] is None
+    assert [o["name"] for o in eigh["outputs"]] == ["t0.eigenvalues", "t0.eigenvectors"]
+    w, v = np.linalg.eigh(a)
+    np.testing.assert_allclose(_values(eigh["outputs"][0]["value"]), w, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(_values(eigh["outputs"][1]["value"])), np.abs(v), rtol=1e-12)
+    assert ex.data["rows"][1]["inputs"][0] == {"name": "t0.eigenvalues", "kind": "entry", "entry": 0, "output": 0}
+    last = ex.data["steps"][-1]
+    assert last["entry"] == 0 and last["adjoint"] is None
+    np.testing.assert_allclose(_values(last["adjoints"][0]), 2 * w, rtol=1e-12)  # d(w.w)/dw
+    np.testing.assert_allclose(np.array(ex.grads["a"]).reshape(2, 2), tg.grad(_eigh_loss)(a), rtol=1e-12)

@@ -159,3 +159,20 @@ def test_the_inline_view_a_notebook_shows_runs_in_its_iframe(browser, tmp_path):
     finally:
         browser.switch_to.default_content()
     assert _errors(browser) == []
+
+
+def test_an_op_with_several_outputs_shows_each_one(browser, tmp_path):
+    def loss(a):
+        w, v = tg.linalg.eigh(a)
+        return (w * w).sum() + (v[:, 0] ** 2).sum()
+
+    a = np.array([[2.0, 0.5], [0.5, 1.0]])
+    ex = tg.explore(loss, a)
+    _load(browser, ex, tmp_path)
+    assert browser.find_element(By.ID, "row-0").text.startswith("0 t0.eigenvalues, t0.eigenvectors = eigh(a)")
+    browser.execute_script("explorer.go(explorer.last)")
+    values = browser.find_elements(By.CSS_SELECTOR, "#details code.entry-value")
+    np.testing.assert_allclose(_numbers(values[0].text), np.linalg.eigh(a)[0], rtol=1e-5)
+    assert len(values) == 2
+    np.testing.assert_allclose(_shown(browser, "adjoint-now"), 2 * np.linalg.eigh(a)[0], rtol=1e-5)
+    assert _errors(browser) == []

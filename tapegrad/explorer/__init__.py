@@ -369,10 +369,10 @@ def _nodegraph(data):
     held = sum(leaf["bytes"] for leaf in data["leaves"])
     forward = []
     for r in data["rows"]:
-        held += _size(r["value"]) if r["value"] else 0
+        held += sum(_size(o["value"]) for o in r["outputs"]) if r["outputs"] else _size(r["value"])
         forward.append(held)
     backward = []
     for s in data["steps"]:
-        held += _size(s["adjoint"])
+        held += sum(_size(a) for a in s.get("adjoints", [s["adjoint"]]))
         backward.append(held)
     return {"forward": forward, "backward": backward}

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend import is_array, nbytes, to_numpy
-from ..core.node import ANS, OP, SAVED, SRCS, Node
+from ..core.node import ANS, OP, SAVED, SRCS, Node, answers
 from ..debug.reading import analyse, fmt_dtype
 
 __all__ = ["summary", "ValueCapture", "ReplayCapture", "table", "FULL"]
@@ -83,7 +83,8 @@ class ValueCapture:
         self.values: dict = {}
 
     def __call__(self, tape, entry, out) -> None:
-        self.values[id(entry)] = summary(out._data)
+        # An op with several outputs (eigh, svd, ...) records one entry for a tuple of them: one summary each.
+        self.values[id(entry)] = [summary(o._data) for o in out] if out.__class__ is tuple else summary(out._data)
 
 
 class ReplayCapture:
@@ -97,8 +98,13 @@ class ReplayCapture:
 
     def __call__(self, idx, rec, node, g, grads):
         held = self.tape.saved_bytes() if self.measure else None
-        flying = nbytes(g) + sum(nbytes(v) for v in grads.values() if is_array(v))
-        self.steps.append({"pos": idx, "adjoint": summary(g), "held": held, "inflight": flying})
+        several = g.__class__ is tuple  # an entry with several outputs: a cotangent each (None: nobody used it)
+        arriving = [v for v in (g if several else (g,)) if is_array(v)]
+        flying = sum(nbytes(v) for v in arriving) + sum(nbytes(v) for v in grads.values() if is_array(v))
+        step = {"pos": idx, "adjoint": None if several else summary(g), "held": held, "inflight": flying}
+        if several:
+            step["adjoints"] = [summary(v) if is_array(v) else None for v in g]
+        self.steps.append(step)
         return rec[OP]
 
     def done(self) -> None:
@@ -115,7 +121,11 @@ def _input(src, name, shape, known):
     if src is None:
         return {"name": name, "kind": "constant", "shape": None if shape is None else list(shape)}
     if src.__class__ is Node:
-        return {"name": name, "kind": "entry" if src in known else "other tape", "entry": known.get(src)}
+        at = known.get(src)  # an entry's index, or (index, output) for one output of several
+        out = {"name": name, "kind": "entry" if at is not None else "other tape", "entry": at}
+        if isinstance(at, tuple):
+            out["entry"], out["output"] = at
+        return out
     return {"name": name, "kind": "leaf", "shape": list(src.shape), "dtype": fmt_dtype(src.dtype)}
 
 
@@ -128,6 +138,28 @@ def _value(row, values, saved):
     if not is_array(ans):
         ans = saved.get(row.entry())
     return dict(summary(ans), kept=True) if is_array(ans) else None
+
+
+def _outputs(row, values, saved):
+    """For an entry with several outputs: per output its name, shape, dtype and value (as :func:`_value` finds it)."""
+    captured = values.get(id(row.entry))
+    kept = answers(row.rec[ANS])
+    out = []
+    for i, (label, node, shape, dtype) in enumerate(row.outputs):
+        if captured is not None:
+            value = captured[i]
+        else:
+            a = kept[i] if kept else saved.get(node)
+            value = dict(summary(a), kept=True) if is_array(a) else None
+        out.append(
+            {
+                "name": label,
+                "shape": None if shape is None else list(shape),
+                "dtype": None if dtype is None else fmt_dtype(dtype),
+                "value": value,
+            }
+        )
+    return out
 
 
 def _saved_inputs(rows) -> dict:
@@ -146,9 +178,13 @@ def table(tape, values: dict) -> tuple[list, dict]:
     analysed = analyse(tape)
     saved = _saved_inputs(analysed)
     for r in analysed:
-        node = r.entry()
-        if node is not None:
-            known[node] = r.index
+        several = r.outputs is not None
+        if several:
+            for i, (_, part, _, _) in enumerate(r.outputs):
+                if part is not None:
+                    known[part] = (r.index, i)
+        elif r.entry() is not None:
+            known[r.entry()] = r.index
         where, code = _where(getattr(r.entry, "info", None))
         inputs = []
         for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
@@ -163,13 +199,14 @@ def table(tape, values: dict) -> tuple[list, dict]:
                 "name": r.name,
                 "op": r.op,
                 "inputs": inputs,
-                "shape": None if r.shape is None else list(r.shape),
-                "dtype": None if r.dtype is None else fmt_dtype(r.dtype),
+                "shape": None if r.shape is None or several else list(r.shape),
+                "dtype": None if r.dtype is None or several else fmt_dtype(r.dtype),
                 "saved": [{"name": n, "shape": list(a.shape), "bytes": b, "new": new} for n, a, b, new in r.saved],
                 "bytes": r.bytes,
                 "where": where,
                 "code": code,
-                "value": _value(r, values, saved),
+                "value": None if several else _value(r, values, saved),
+                "outputs": _outputs(r, values, saved) if several else None,
             }
         )
     return rows, leaves

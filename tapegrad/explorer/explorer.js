@@ -76,20 +76,24 @@
   const leafByName = {};
   D.leaves.forEach(function (l) { leafByName[l.name] = l; });
   function inputValue(inp) {
-    if (inp.kind === "entry") return rows[inp.entry].value;
+    if (inp.kind === "entry") return inp.output !== undefined ? rows[inp.entry].outputs[inp.output].value : rows[inp.entry].value;
     if (inp.kind === "leaf") return leafByName[inp.name] ? leafByName[inp.name].value : null;
     return null;
   }
+  // An entry of an op with several outputs (eigh, svd, ...) has r.outputs (name, shape, dtype, value each).
+  function outputValues(r) { return r.outputs ? r.outputs.map(function (o) { return o.value; }) : [r.value]; }
+  function stepAdjoints(s) { return s.adjoints || [s.adjoint]; }
   rows.forEach(function (r) {
-    r.nonfinite = nonfinite(r.value);
+    r.nonfinite = outputValues(r).some(nonfinite);
     r.made = r.nonfinite && r.inputs.every(function (inp) { return !nonfinite(inputValue(inp)); });
   });
   let firstBadAdjoint = -1;
-  steps.forEach(function (s, j) { if (firstBadAdjoint < 0 && nonfinite(s.adjoint)) firstBadAdjoint = j; });
+  steps.forEach(function (s, j) { if (firstBadAdjoint < 0 && stepAdjoints(s).some(nonfinite)) firstBadAdjoint = j; });
   const stepOf = {};
   steps.forEach(function (s, j) { stepOf[s.entry] = j; });
 
-  function call(r) { return r.name + " = " + r.op + "(" + r.inputs.map(function (i) { return i.name; }).join(", ") + ")"; }
+  function outName(r) { return r.outputs ? r.outputs.map(function (o) { return o.name; }).join(", ") : r.name; }
+  function call(r) { return outName(r) + " = " + r.op + "(" + r.inputs.map(function (i) { return i.name; }).join(", ") + ")"; }
 
   // -- the page's frame ---------------------------------------------------------------------------------------
   const app = document.getElementById("app");
@@ -126,11 +130,12 @@
     if (r.made) c.appendChild(el("span", { "class": "badge", title: "this entry made a NaN or infinity from finite inputs" }, "made NaN/inf"));
     tr.appendChild(c);
     tr.appendChild(el("td", {}, r.inputs.map(function (i) {
-      const sh = i.kind === "entry" ? rows[i.entry].shape : i.shape;
-      const dt = i.kind === "entry" ? rows[i.entry].dtype : i.dtype;
+      const from = i.kind === "entry" ? (i.output !== undefined ? rows[i.entry].outputs[i.output] : rows[i.entry]) : i;
+      const sh = from.shape, dt = from.dtype;
       return fmtShape(sh) + (dt ? " " + dt : "");
     }).join(", ")));
-    tr.appendChild(el("td", { "class": "out" }, fmtShape(r.shape) + (r.dtype ? " " + r.dtype : "")));
+    const outs = r.outputs || [r];
+    tr.appendChild(el("td", { "class": "out" }, outs.map(function (o) { return fmtShape(o.shape) + (o.dtype ? " " + o.dtype : ""); }).join(", ")));
     tr.appendChild(el("td", {}, r.saved.length ? r.saved.map(function (s) { return s.name; }).join(", ") +
       " (" + (r.bytes ? fmtBytes(r.bytes) : "kept already") + ")" : "-"));
     tr.appendChild(el("td", { title: r.code || "" }, r.where ? r.where + "  " + (r.code || "") : ""));
@@ -322,16 +327,22 @@
       details.appendChild(el("div", { "class": "kv" }, "input " + inp.name + (inp.kind === "leaf" ? " (leaf)" : inp.kind === "constant" ? " (constant)" : "")));
       if (inp.kind !== "constant") details.appendChild(showArray(inputValue(inp)));
     });
-    details.appendChild(el("div", { "class": "kv" }, "value " + r.name));
-    const v = showArray(r.value, "entry-value");
-    v.id = "value-now";
-    details.appendChild(v);
+    (r.outputs || [r]).forEach(function (o, i) {
+      details.appendChild(el("div", { "class": "kv" }, "value " + o.name));
+      const v = showArray(o.value, "entry-value");
+      if (i === 0) v.id = "value-now";
+      details.appendChild(v);
+    });
     if (r.made) details.appendChild(el("div", { "class": "nonfinite-text" }, "this entry made a NaN or infinity from finite inputs"));
     if (back) {
-      details.appendChild(el("div", { "class": "kv" }, "adjoint \u1e21" + r.name + " (the gradient of the output with respect to " + r.name + ")"));
-      const a = showArray(s.adjoint, "adjoint");
-      a.id = "adjoint-now";
-      details.appendChild(a);
+      (r.outputs || [r]).forEach(function (o, i) {
+        const adj = s.adjoints ? s.adjoints[i] : s.adjoint;
+        details.appendChild(el("div", { "class": "kv" }, "adjoint \u1e21" + o.name + " (the gradient of the output with respect to " + o.name + ")" + (adj ? "" : ": none, nothing used it")));
+        if (!adj) return;
+        const a = showArray(adj, "adjoint");
+        if (!document.getElementById("adjoint-now")) a.id = "adjoint-now";  // the first adjoint shown
+        details.appendChild(a);
+      });
       if (state - n - 1 === firstBadAdjoint) details.appendChild(el("div", { "class": "nonfinite-text" }, "the first non-finite adjoint of the replay: made by the rules of the entries that use " + r.name));
       details.appendChild(el("div", { "class": "kv", id: "held-now" }, "the tape holds " + fmtBytes(s.held) + " once this entry is freed; gradients in flight " + fmtBytes(s.inflight)));
       if (state === last) {
