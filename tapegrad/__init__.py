@@ -20,6 +20,7 @@ from . import (
     compile,
     data,
     debug,
+    explorer,
     fft,
     linalg,
     nn,
@@ -46,6 +47,7 @@ from .convenience import (
 )
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
+from .explorer import explore
 from .errors import (
     AnomalyError,
     CheckpointError,
@@ -107,6 +109,8 @@ __all__ = [
     "GradcheckError",
     "data",
     "debug",
+    "explore",
+    "explorer",
     "fft",
     "linalg",
     "viz",
