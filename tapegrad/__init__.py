@@ -47,7 +47,6 @@ from .convenience import (
 )
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
-from .explorer import explore
 from .errors import (
     AnomalyError,
     CheckpointError,
@@ -59,6 +58,7 @@ from .errors import (
     TapeLeakWarning,
     TracingError,
 )
+from .explorer import explore
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .recompute import checkpoint
