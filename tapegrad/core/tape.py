@@ -29,13 +29,15 @@ Contract
   once: a loop that records and never calls backward stays bounded.
 - **Dead entries.** An entry whose output node has become unreachable (no tensor holds it and no later entry
   uses it) cannot contribute to any gradient: a weak-reference callback drops its saved values at once.
-- **In-place changes.** Changing an array in place through tapegrad (``x.data -= ...``, ``x += y``, optimizer
-  steps) marks its memory changed (:mod:`tapegrad._state`); a replay that needs a saved value whose memory, or
+- **In-place changes.** Changing an array in place through tapegrad (``x.data -= ...``, ``x += y`` outside
+  ``record()``, optimizer steps) marks its memory changed (:mod:`tapegrad._state`); a replay that needs a saved value whose memory, or
   the memory it is a view of, changed after it was recorded raises :class:`~tapegrad.errors.InPlaceModificationError`
   naming the op. Views share versions because they share memory: ``W.T`` saved by a product is caught when
   ``W`` changes. Rebinding (``x.data = a``) changes no saved value and is not an error. Writes that bypass
   tapegrad (``x.data[0] = 1``, ``np.add(..., out=x.data)``) cannot be seen; ``record(check_saved=True)`` catches
-  them with a checksum of every saved array, verified at replay.
+  them with a checksum of every saved array, verified at replay. Inside ``record()``, ``x += y`` (every
+  augmented operator) on a value being recorded is ``x = x + y``, recorded, and on a leaf that requires a
+  gradient it is refused (``tensor_methods.AUGMENTED``).
 
 Extension interface
 -------------------
@@ -72,7 +74,7 @@ from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
 from .grads import fresh, seed, write_grad
-from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
+from .node import REPLAYED, EntryView, Node, TapeRef, kept_values
 from .replay import key_of, replay
 
 __all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
@@ -211,7 +213,7 @@ class BaseTape:
             rec = e.rec
             if rec is None or e is excluding:
                 continue
-            for a in (*rec[SAVED], rec[ANS]):
+            for a in kept_values(rec):
                 if is_array(a) and id(a) not in seen:
                     seen.add(id(a))
                     total += nbytes(a)
