@@ -3,7 +3,8 @@
 :func:`find_runs` takes the scheduled steps and cuts them into **runs**: consecutive steps that are each one
 scalar expression (:func:`.kernels.scalar`: ``LOWERINGS["numba"]``, else the ufunc the step's NumPy kernel
 calls), compute arrays of the same shape, and number at most ``MAX_RUN`` (LLVM's time grows faster than the
-function, so kernels stay small). The forward of a chain is such a run, and so is its gradient, and the
+function, so kernels stay small). On arrays of ``LARGE`` elements or more, the transcendental functions
+(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm. The forward of a chain is such a run, and so is its gradient, and the
 elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
 of a generated loop over the elements: each argument read once per element at the top of the loop, the
 values of the run kept in local variables, and only the values the rest of the program reads (its
@@ -37,7 +38,7 @@ import threading
 import numpy as np
 
 from .graph import Const, Value
-from .kernels import lower, scalar
+from .kernels import SIMD_UFUNCS, lower, scalar
 
 __all__ = [
     "MAX_RUN",
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 MAX_RUN = 48  # steps per fused kernel
+LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
 _lock = threading.Lock()
 KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
 _NUMBA: dict = {}
@@ -92,6 +94,8 @@ def _fusible(step, kernels):
         k = kernels[id(step)] = lower(step)
     if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
         return None
+    if k.fn in SIMD_UFUNCS and _size(step.out.shape) >= LARGE:
+        return None  # NumPy's SIMD loop is faster there than a fused scalar call
     s = scalar(step, k)
     if s is None:
         return None
@@ -104,6 +108,13 @@ def _fusible(step, kernels):
             if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
                 return None
     return s
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def is_array(a) -> bool:
