@@ -51,8 +51,9 @@ from ..backend import memory_root, to_numpy
 from ..core import keep_pending
 from ..errors import TracingError
 from ..tape import record
-from . import fuse as fusion
 from .codegen import Program, generate
+from .fuse import available as fusion_available
+from .fuse import find_runs
 from .graph import Const, Value
 from .passes import (
     accumulate_scatters,
@@ -108,7 +109,7 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
         raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
     if fuse not in (None, True, False):
         raise ValueError(f"tg.compile: fuse must be None (where numba is installed), True or False, got {fuse!r}")
-    if fuse is True and not fusion.available():
+    if fuse is True and not fusion_available():
         raise ImportError(
             "tg.compile(fuse=True): fused kernels need numba, which is not installed; pip install tapegrad[jit] "
             "(or fuse=None: fused where numba is installed, NumPy's calls elsewhere)"
@@ -149,7 +150,7 @@ class Compiled:
 
     def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None, fuse=None):
         self.fn = fn
-        self.fuse = fusion.available() if fuse is None else fuse
+        self.fuse = fusion_available() if fuse is None else fuse
         self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
         n = _positional_count(fn)  # where the signature says how many, an index beyond them is refused now
@@ -357,7 +358,7 @@ def build(graph, donated=(), name="program", arena_limit=None, input_names=(), f
     schedule(graph, frees(kernels), donation_edges(graph, matched))
     fuse_updates(graph, matched)
     accumulate_scatters(graph)
-    runs = fusion.find_runs(graph, {}) if fuse else []  # lowered anew: the rewrites after scheduling change steps
+    runs = find_runs(graph, {}) if fuse else []  # lowered anew: the rewrites after scheduling change steps
     p = plan(graph, arena_limit=arena_limit, donated=matched, runs=runs)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
     source, namespace = generate(graph, p, copies, input_names, runs)

@@ -31,6 +31,7 @@ from .._scope import functional_input
 from ..backend import backend_for
 from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
 from ..registry import Op
+from .graph import Const, Value
 
 __all__ = ["Kernel", "lower", "scalar", "SIMD_UFUNCS", "LOWERINGS", "masked", "gemm_update", "has_blas", "scatter_add"]
 
@@ -238,8 +239,6 @@ class Scalar:
 
 
 def _dtype_of(a):
-    from .graph import Const, Value  # noqa: PLC0415  (graph imports nothing of this module's)
-
     if isinstance(a, Value):
         return a.dtype
     if isinstance(a, Const):
