@@ -64,6 +64,15 @@ def test_without_numba_the_program_is_numpys_calls_and_fuse_true_says_what_to_in
         tg.compile(lambda x: x, fuse="yes")
 
 
+def test_tapegrad_fuse_0_in_the_environment_turns_the_default_off(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "ok", True)  # as if numba were installed
+    monkeypatch.setenv("TAPEGRAD_FUSE", "0")
+    assert tg.compile(lambda x: x).fuse is False
+    monkeypatch.setenv("TAPEGRAD_FUSE", "1")
+    assert tg.compile(lambda x: x).fuse is True
+    assert tg.compile(lambda x: x, fuse=False).fuse is False
+
+
 def test_a_process_without_numba_compiles_and_runs_the_numpy_program(tmp_path):
     code = textwrap.dedent(
         """

@@ -37,6 +37,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import os
 import threading
 import time
 from collections import OrderedDict, namedtuple
@@ -83,8 +84,9 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     larger ones fresh, so that a program returning large results (gradients) holds no arena beside them.
 
     ``fuse``: runs of elementwise steps become one generated loop each (:mod:`tapegrad.compile.fuse`, numba:
-    ``pip install tapegrad[jit]``). ``None`` (the default): where numba is installed; ``False``: never (one
-    NumPy call per op); ``True``: always, an ``ImportError`` without numba.
+    ``pip install tapegrad[jit]``). ``None`` (the default): where numba is installed (and the environment does
+    not set ``TAPEGRAD_FUSE=0``); ``False``: never (one NumPy call per op); ``True``: always, an
+    ``ImportError`` without numba.
 
     >>> import numpy as np, tapegrad as tg
     >>> step = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).mean()))
@@ -150,7 +152,7 @@ class Compiled:
 
     def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None, fuse=None):
         self.fn = fn
-        self.fuse = fusion_available() if fuse is None else fuse
+        self.fuse = _fuse_by_default() if fuse is None else fuse
         self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
         n = _positional_count(fn)  # where the signature says how many, an index beyond them is refused now
@@ -331,6 +333,11 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
+
+
+def _fuse_by_default() -> bool:
+    """``fuse=None``: fused where numba is installed, unless the environment says ``TAPEGRAD_FUSE=0``."""
+    return os.environ.get("TAPEGRAD_FUSE", "1") != "0" and fusion_available()
 
 
 @contextlib.contextmanager
