@@ -43,6 +43,7 @@ LAYERS = {
     "tapegrad.strategies": 9,
     "tapegrad.compile": 9,
     "tapegrad.numpy": 10,  # NumPy's namespace over tapegrad's ops and transforms
+    "tapegrad.scipy": 10,  # SciPy's namespaces over tapegrad's ops and transforms
     "tapegrad.nn": 10,  # training, on the public ops and transforms
     "tapegrad.optim": 10,
     "tapegrad.data": 10,

@@ -1,0 +1,147 @@
+"""tapegrad.scipy: SciPy's ufuncs on tensors, SciPy's functions that would make constants, and SciPy's names.
+
+The special functions' derivatives are the op table's (tests/op_rows_special.py); here: what SciPy's own
+functions do on tensors, the SciPy-signature wrappers, and the optional import.
+"""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+scipy_special = pytest.importorskip("scipy.special", reason="tapegrad.scipy needs SciPy (the scipy extra)")
+scipy_stats = pytest.importorskip("scipy.stats")
+special = pytest.importorskip("tapegrad.scipy.special")
+
+X = np.array([0.3, -0.7, 1.2])
+
+
+# -- SciPy's ufuncs on tensors dispatch to tapegrad's rules -----------------------------------------------
+@pytest.mark.parametrize(
+    "ufunc,args,domain",
+    [
+        ("erf", (), "real"), ("erfc", (), "real"), ("expit", (), "real"), ("gammaln", (), "positive"),
+        ("digamma", (), "positive"), ("psi", (), "positive"), ("ndtr", (), "real"), ("log_ndtr", (), "real"),
+        ("i0", (), "real"), ("i1", (), "real"), ("iv", (1.5,), "positive"), ("entr", (), "positive"),
+        ("erfinv", (), "unit"), ("logit", (), "prob"), ("ndtri", (), "prob"), ("gamma", (), "positive"),
+    ],
+)  # fmt: skip
+def test_scipy_ufunc_on_a_tensor_is_recorded(ufunc, args, domain):
+    x = {"real": X, "positive": np.abs(X) + 0.5, "unit": X / 2, "prob": np.abs(X) / 2 + 0.1}[domain]
+    f = getattr(scipy_special, ufunc)
+    t = tg.Tensor(x, requires_grad=True)
+    with tg.record():
+        y = f(*args, t)
+    assert isinstance(y, tg.Tensor) and y.requires_grad
+    np.testing.assert_allclose(y.data, f(*args, x), rtol=1e-14)
+    assert tg.gradcheck(lambda v: f(*args, v), x)
+
+
+def test_scipy_binary_ufuncs_broadcast_and_take_gradients_in_both():
+    for name in ("xlogy", "xlog1py", "beta", "betaln", "rel_entr"):
+        f = getattr(scipy_special, name)
+        assert tg.gradcheck(f, np.array([[0.5], [1.5]]), np.array([0.7, 1.1, 2.0])), name
+
+
+def test_a_scipy_ufunc_without_a_rule_is_refused_by_its_scipy_name():
+    t = tg.Tensor(X, requires_grad=True)
+    with tg.record(), pytest.raises(TypeError, match=r"^scipy\.special\.jv on a tensor of shape \(3,\)"):
+        scipy_special.jv(1.0, t)
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.xlogy\.accumulate"):
+        scipy_special.xlogy.accumulate(t)
+    with tg.record():  # and the user can go on
+        assert scipy_special.erf(t).requires_grad
+
+
+# -- SciPy's other functions would make a constant: they raise, naming themselves ----------------------
+def test_scipy_functions_that_convert_a_recorded_tensor_raise_naming_the_function():
+    cases = [
+        ("scipy.stats.norm.logpdf", lambda x: scipy_stats.norm.logpdf(x)),
+        ("scipy.stats.norm.logpdf", lambda x: scipy_stats.norm(loc=0.0).logpdf(x)),  # a frozen distribution
+        ("scipy.stats.gamma.cdf", lambda x: scipy_stats.gamma.cdf(x, 2.0)),
+        ("scipy.special.logsumexp", lambda x: scipy_special.logsumexp(x)),
+        ("scipy.special.polygamma", lambda x: scipy_special.polygamma(1, x)),
+    ]
+    for name, f in cases:
+        with pytest.raises(TypeError, match=name.replace(".", r"\.") + " converted a tensor") as err:
+            tg.grad(lambda x, f=f: f(x).sum())(X)
+        assert "tapegrad." + name in str(err.value)  # where the differentiable one is
+    assert tg.grad(lambda x: special.logsumexp(x))(X) == pytest.approx(np.exp(X) / np.exp(X).sum())
+
+
+def test_scipy_on_plain_arrays_and_outside_recording_is_untouched():
+    t = tg.Tensor(X)  # not being recorded: SciPy reads its value, as NumPy does
+    np.testing.assert_allclose(scipy_stats.norm.logpdf(t), scipy_stats.norm.logpdf(X))
+    np.testing.assert_allclose(scipy_special.logsumexp(X), special.logsumexp(tg.Tensor(X)).data)
+
+
+def test_grad_of_a_result_that_escaped_the_tape_raises_naming_the_escape():
+    def f(x):
+        return np.sum(np.asarray(x) ** 2) * tg.Tensor(1.0)  # np.asarray: off the tape, at this line
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tg.TapeEscapeWarning)
+        with pytest.raises(tg.TapeError, match=r"grad: .*np\.asarray\(t\).*test_scipy\.py:\d+.*zeros"):
+            tg.grad(f)(X)
+        with pytest.raises(tg.TapeError, match="left it"):  # warned once per line, named every time
+            tg.grad(f)(X)
+    np.testing.assert_array_equal(tg.grad(lambda x: tg.Tensor(3.0))(X), np.zeros(3))  # a constant, not an escape
+    np.testing.assert_allclose(tg.grad(lambda x: (x**2).sum())(X), 2 * X)  # and the user goes on
+
+
+# -- SciPy's signatures -------------------------------------------------------------------------------
+def test_logsumexp_with_scipy_signature():
+    a, b = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, 0.3]]), np.array([1.0, 2.0, 0.5])
+    for kwargs in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"b": b, "axis": -1}):
+        got = special.logsumexp(tg.Tensor(a), **{k: tg.Tensor(v) if k == "b" else v for k, v in kwargs.items()})
+        np.testing.assert_allclose(got.data, scipy_special.logsumexp(a, **kwargs), rtol=1e-13)
+        assert tg.gradcheck(lambda x, kw=kwargs: special.logsumexp(x, **kw), a)
+    assert tg.gradcheck(lambda x, w: special.logsumexp(x, axis=1, b=w), a, b)  # b gets its gradient too
+    out, sgn = special.logsumexp(tg.Tensor(a), b=np.array([1.0, -2.0, 0.5]), axis=1, return_sign=True)
+    want, want_sign = scipy_special.logsumexp(a, b=np.array([1.0, -2.0, 0.5]), axis=1, return_sign=True)
+    np.testing.assert_allclose(out.data, want, rtol=1e-13)
+    np.testing.assert_array_equal(sgn.data, want_sign)
+
+
+def test_softmax_defaults_to_every_axis_as_scipy():
+    a = np.array([[0.5, -1.0], [0.1, 0.2]])
+    np.testing.assert_allclose(special.softmax(tg.Tensor(a)).data, scipy_special.softmax(a), rtol=1e-14)
+    np.testing.assert_allclose(special.log_softmax(tg.Tensor(a), axis=0).data, scipy_special.log_softmax(a, axis=0))
+    assert tg.gradcheck(lambda x: special.softmax(x) * np.arange(4.0).reshape(2, 2), a)
+
+
+def test_orders_without_gradient_refuse_a_tensor_that_needs_one():
+    n = tg.Tensor(1.0, requires_grad=True)
+    with (
+        tg.record(),
+        pytest.raises(TypeError, match=r"scipy\.special\.polygamma: tapegrad has no gradient in the order n"),
+    ):
+        special.polygamma(n, tg.Tensor([1.0]))
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.iv: tapegrad has no gradient in the order v"):
+        special.iv(n, tg.Tensor([1.0]))
+    with pytest.raises(ValueError, match="non-negative integer"):
+        special.polygamma(1.5, tg.Tensor([1.0]))
+    # the third derivative of gammaln, by differentiating twice more
+    d3 = tg.grad(tg.grad(tg.grad(lambda x: special.gammaln(x))))(2.0)
+    np.testing.assert_allclose(d3, scipy_special.polygamma(2, 2.0), rtol=1e-10)
+
+
+def test_special_functions_refuse_other_array_libraries_by_name():
+    from tapegrad.ops.special import gammaln
+
+    with pytest.raises(NotImplementedError, match="gammaln: the tapegrad backend cannot run it"):
+        gammaln.op.forward(np.ones(2), xp=tg.ops.tensor_rules)
+
+
+def test_without_scipy_tapegrad_imports_and_tapegrad_scipy_names_the_extra():
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"  # as if SciPy were not installed
+        "import tapegrad\n"
+        "try:\n    import tapegrad.scipy\nexcept ImportError as err:\n    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "tapegrad.scipy needs SciPy" in out and "tapegrad[scipy]" in out
