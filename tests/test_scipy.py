@@ -145,3 +145,67 @@ def test_without_scipy_tapegrad_imports_and_tapegrad_scipy_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "tapegrad.scipy needs SciPy" in out and "tapegrad[scipy]" in out
+
+
+# -- tapegrad.scipy.stats ------------------------------------------------------------------------------
+stats = pytest.importorskip("tapegrad.scipy.stats")
+P, U = np.array([0.4, 1.3, 2.2]), np.array([0.15, 0.5, 0.8])  # points on (0, inf) and (0, 1)
+
+# (distribution, method, point, parameters): each parameter is a float array, every one differentiated
+DENSITIES = [
+    ("norm", "logpdf", X, (0.3, 1.7)), ("norm", "pdf", X, (0.3, 1.7)), ("norm", "cdf", X, (0.3, 1.7)),
+    ("norm", "logcdf", X, (0.3, 1.7)),
+    ("t", "logpdf", X, (3.5, 0.2, 1.4)), ("t", "pdf", X, (3.5, 0.2, 1.4)),
+    ("beta", "logpdf", U, (2.5, 1.5)), ("beta", "pdf", U, (2.5, 1.5)),
+    ("gamma", "logpdf", P, (2.5, 0.1, 1.5)), ("chi2", "logpdf", P, (3.0,)),
+    ("expon", "logpdf", P, (0.1, 1.5)), ("expon", "cdf", P, (0.1, 1.5)), ("expon", "logcdf", P, (0.1, 1.5)),
+    ("laplace", "logpdf", X, (0.1, 1.5)), ("laplace", "cdf", X, (0.1, 1.5)),
+    ("logistic", "logpdf", X, (0.1, 1.5)), ("logistic", "cdf", X, (0.1, 1.5)), ("logistic", "logcdf", X, (0.1, 1.5)),
+    ("cauchy", "logpdf", X, (0.1, 1.5)), ("cauchy", "cdf", X, (0.1, 1.5)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dist,method,x,params", DENSITIES, ids=[f"{d}.{m}" for d, m, _, _ in DENSITIES])
+def test_stats_densities_match_scipy_and_finite_differences_in_the_point_and_every_parameter(dist, method, x, params):
+    ours, theirs = getattr(getattr(stats, dist), method), getattr(getattr(scipy_stats, dist), method)
+    params = [np.full(x.shape, p) for p in params]  # one value per point, so each gets its own derivative
+    np.testing.assert_allclose(ours(x, *params).data, theirs(x, *params), rtol=1e-12, atol=1e-300)
+    assert tg.gradcheck(lambda *a: ours(*a), x, *params)
+    assert tg.gradgradcheck(lambda *a: ours(*a), x, *params)
+
+
+def test_stats_log_densities_are_minus_inf_outside_the_support_with_finite_gradients():
+    for dist, x, params in (("gamma", -0.5, (2.0,)), ("beta", 1.5, (2.0, 2.0)), ("expon", -1.0, ())):
+        got = getattr(stats, dist).logpdf(np.array([x, 0.5]), *params)
+        np.testing.assert_array_equal(got.data, getattr(scipy_stats, dist).logpdf(np.array([x, 0.5]), *params))
+        g = tg.grad(lambda v, d=dist, p=params: getattr(stats, d).logpdf(v, *p)[1])(np.array([x, 0.5]))
+        assert np.isfinite(g).all() and g[0] == 0
+
+
+def test_multivariate_normal_matches_scipy_and_finite_differences():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    cov, mean, x = a @ a.T + 3 * np.eye(3), rng.standard_normal(3), rng.standard_normal((4, 3))
+    want = scipy_stats.multivariate_normal.logpdf(x, mean, cov)
+    np.testing.assert_allclose(stats.multivariate_normal.logpdf(x, mean, cov).data, want, rtol=1e-12)
+    np.testing.assert_allclose(stats.multivariate_normal.pdf(x[0], mean, cov).data, np.exp(want[0]), rtol=1e-12)
+    assert tg.gradcheck(lambda x, m, c: stats.multivariate_normal.logpdf(x, m, (c + c.T) / 2), x, mean, cov)
+
+
+def test_dirichlet_matches_scipy_along_the_first_axis():
+    alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])
+    np.testing.assert_allclose(stats.dirichlet.logpdf(x, alpha).data, scipy_stats.dirichlet.logpdf(x, alpha))
+    np.testing.assert_allclose(stats.dirichlet.pdf(x[:, 0], alpha).data, scipy_stats.dirichlet.pdf(x[:, 0], alpha))
+    assert tg.gradcheck(lambda x, a: stats.dirichlet.logpdf(x, a), x, alpha)
+
+
+def test_discrete_distributions_match_scipy_and_are_differentiable_in_their_continuous_parameter():
+    k = np.array([0, 1, 3, 5])
+    cases = [("poisson", (2.5,), k), ("bernoulli", (0.3,), np.array([0, 1, 1])), ("binom", (5, 0.35), k)]
+    for dist, params, k in cases:
+        ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+        np.testing.assert_allclose(ours.logpmf(k, *params).data, theirs.logpmf(k, *params), rtol=1e-12)
+        np.testing.assert_allclose(ours.pmf(k, *params).data, theirs.pmf(k, *params), rtol=1e-12)
+        *fixed, p = params
+        assert tg.gradcheck(lambda q, d=ours, f=tuple(fixed), k=k: d.logpmf(k, *f, q), np.full(k.shape, float(p)))
+    np.testing.assert_array_equal(stats.poisson.logpmf(np.array([-1]), 2.0).data, [-np.inf])
