@@ -209,3 +209,83 @@ def test_discrete_distributions_match_scipy_and_are_differentiable_in_their_cont
         *fixed, p = params
         assert tg.gradcheck(lambda q, d=ours, f=tuple(fixed), k=k: d.logpmf(k, *f, q), np.full(k.shape, float(p)))
     np.testing.assert_array_equal(stats.poisson.logpmf(np.array([-1]), 2.0).data, [-np.inf])
+
+
+# -- linalg, signal, misc, integrate ------------------------------------------------------------------
+scipy_linalg = pytest.importorskip("scipy.linalg")
+scipy_signal = pytest.importorskip("scipy.signal")
+tsl = pytest.importorskip("tapegrad.scipy.linalg")
+tss = pytest.importorskip("tapegrad.scipy.signal")
+integrate = pytest.importorskip("tapegrad.scipy.integrate")
+RNG = np.random.default_rng(7)
+A = RNG.standard_normal((3, 3))
+SPD = A @ A.T + 3 * np.eye(3)
+
+
+def test_linalg_matches_scipy_and_finite_differences():
+    b = RNG.standard_normal((3, 2))
+    for lower in (False, True):
+        c = tsl.cho_factor(SPD, lower=lower)
+        np.testing.assert_allclose(
+            tsl.cho_solve(c, b).data, scipy_linalg.cho_solve(scipy_linalg.cho_factor(SPD, lower=lower), b)
+        )
+        assert tg.gradcheck(lambda a, b, lo=lower: tsl.cho_solve(tsl.cho_factor((a + a.T) / 2, lower=lo), b), SPD, b)
+    L = np.tril(A) + 3 * np.eye(3)
+    np.testing.assert_allclose(
+        tsl.solve_triangular(L, b, lower=True).data, scipy_linalg.solve_triangular(L, b, lower=True)
+    )
+    np.testing.assert_allclose(tsl.expm(A * 0.3).data, scipy_linalg.expm(A * 0.3), rtol=1e-12)
+    np.testing.assert_allclose(tsl.sqrtm(SPD).data, scipy_linalg.sqrtm(SPD), rtol=1e-10)
+    assert tg.gradcheck(tsl.sqrtm, SPD + 0.3 * A)  # a general (non-symmetric) matrix with a real root
+    with pytest.raises(NotImplementedError, match="sqrtm: tapegrad has its first derivative only"):
+        tg.hessian(lambda a: tsl.sqrtm(a).sum())(SPD)
+    with pytest.raises(ValueError, match="sqrtm: this matrix has no real square root"):
+        tsl.sqrtm(-np.eye(2))
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+@pytest.mark.parametrize("shapes", [((5,), (3,)), ((3,), (5,)), ((4, 3), (2, 2)), ((2, 3), (3, 4)), ((2, 5), (3, 4))])
+def test_signal_convolve_matches_scipy_in_every_mode(mode, shapes):
+    a, v = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    if mode == "valid" and shapes == ((2, 5), (3, 4)):  # neither is at least as large as the other
+        with pytest.raises(ValueError, match="valid"):
+            tss.convolve(a, v, mode=mode)
+        return
+    np.testing.assert_allclose(tss.convolve(a, v, mode=mode).data, scipy_signal.convolve(a, v, mode=mode), atol=1e-14)
+    assert tg.gradcheck(lambda a, v: tss.convolve(a, v, mode=mode), a, v)
+
+
+def test_misc_logsumexp_is_specials():
+    from tapegrad.scipy import misc
+
+    assert misc.logsumexp is special.logsumexp
+
+
+def _field(y, t, W, b):
+    return tg.tanh(W @ y + b) * (1.0 + 0.1 * t)
+
+
+def test_odeint_gradients_in_y0_times_and_parameters_match_finite_differences():
+    W, b = RNG.standard_normal((2, 2)) * 0.5, RNG.standard_normal(2) * 0.3
+    y0, t, w = np.array([0.5, -0.3]), np.array([0.0, 0.4, 1.0]), RNG.standard_normal((3, 2))
+    opts = {"rtol": 1e-12, "atol": 1e-12}
+    from scipy.integrate import odeint as scipy_odeint
+
+    np.testing.assert_allclose(
+        integrate.odeint(_field, y0, t, (W, b), **opts).data,
+        scipy_odeint(lambda y, s: np.tanh(W @ y + b) * (1 + 0.1 * s), y0, t, **opts),
+        rtol=1e-10,
+    )
+    assert tg.gradcheck(lambda y0, t, W, b: integrate.odeint(_field, y0, t, (W, b), **opts) * w, y0, t, W, b)
+
+
+def test_odeint_against_the_closed_form_and_refuses_what_it_cannot_do():
+    k = 0.7
+    g = tg.grad(lambda y0, k: integrate.odeint(lambda y, t, k: -k * y, y0, np.array([0.0, 2.0]), (k,), rtol=1e-11,
+                                                atol=1e-11)[-1].sum(), argnums=(0, 1))(np.array([1.5]), k)  # fmt: skip
+    np.testing.assert_allclose(g[0], [np.exp(-2 * k)], rtol=1e-7)
+    np.testing.assert_allclose(g[1], -2 * 1.5 * np.exp(-2 * k), rtol=1e-7)
+    with pytest.raises(NotImplementedError, match="odeint: tapegrad has its first derivatives only"):
+        tg.hessian(lambda y0: integrate.odeint(lambda y, t: -y, y0, np.array([0.0, 1.0])).sum())(np.ones(1))
+    with pytest.raises(ValueError, match="odeint: y0 and t must be vectors"):
+        integrate.odeint(lambda y, t: -y, np.ones((2, 2)), np.array([0.0, 1.0]))

@@ -27,6 +27,6 @@ except ImportError as err:  # pragma: no cover  (the test suite has SciPy; tests
         "tapegrad.scipy needs SciPy, an optional dependency: pip install 'tapegrad[scipy]' (or pip install scipy)"
     ) from err
 
-from . import special, stats  # noqa: E402
+from . import integrate, linalg, misc, signal, special, stats  # noqa: E402
 
-__all__ = ["special", "stats"]
+__all__ = ["integrate", "linalg", "misc", "signal", "special", "stats"]
