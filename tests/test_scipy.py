@@ -154,7 +154,7 @@ P, U = np.array([0.4, 1.3, 2.2]), np.array([0.15, 0.5, 0.8])  # points on (0, in
 # (distribution, method, point, parameters): each parameter is a float array, every one differentiated
 DENSITIES = [
     ("norm", "logpdf", X, (0.3, 1.7)), ("norm", "pdf", X, (0.3, 1.7)), ("norm", "cdf", X, (0.3, 1.7)),
-    ("norm", "logcdf", X, (0.3, 1.7)),
+    ("norm", "logcdf", X, (0.3, 1.7)), ("norm", "sf", X, (0.3, 1.7)), ("norm", "logsf", X, (0.3, 1.7)),
     ("t", "logpdf", X, (3.5, 0.2, 1.4)), ("t", "pdf", X, (3.5, 0.2, 1.4)),
     ("beta", "logpdf", U, (2.5, 1.5)), ("beta", "pdf", U, (2.5, 1.5)),
     ("gamma", "logpdf", P, (2.5, 0.1, 1.5)), ("chi2", "logpdf", P, (3.0,)),
@@ -190,6 +190,10 @@ def test_multivariate_normal_matches_scipy_and_finite_differences():
     np.testing.assert_allclose(stats.multivariate_normal.logpdf(x, mean, cov).data, want, rtol=1e-12)
     np.testing.assert_allclose(stats.multivariate_normal.pdf(x[0], mean, cov).data, np.exp(want[0]), rtol=1e-12)
     assert tg.gradcheck(lambda x, m, c: stats.multivariate_normal.logpdf(x, m, (c + c.T) / 2), x, mean, cov)
+    np.testing.assert_allclose(
+        stats.multivariate_normal.entropy(mean, cov).data, scipy_stats.multivariate_normal.entropy(mean, cov)
+    )
+    assert tg.gradcheck(lambda c: stats.multivariate_normal.entropy(None, (c + c.T) / 2), cov)
 
 
 def test_dirichlet_matches_scipy_along_the_first_axis():

@@ -5,8 +5,8 @@ parameter, to any order.
 =======================  ===========================================================  =====================
 distribution             methods                                                      parameters
 =======================  ===========================================================  =====================
-``norm``                 ``logpdf pdf cdf logcdf``                                    ``loc scale``
-``multivariate_normal``  ``logpdf pdf`` (``x`` of shape ``(..., d)``)                 ``mean cov``
+``norm``                 ``logpdf pdf cdf logcdf sf logsf``                           ``loc scale``
+``multivariate_normal``  ``logpdf pdf entropy`` (``x`` of shape ``(..., d)``)         ``mean cov``
 ``t``                    ``logpdf pdf``                                               ``df loc scale``
 ``beta``                 ``logpdf pdf``                                               ``a b loc scale``
 ``gamma``                ``logpdf pdf``                                               ``a loc scale``
@@ -104,6 +104,12 @@ class _Norm(_Continuous):
     def logcdf(self, x, loc=0.0, scale=1.0):
         return sp.log_ndtr(_standard(x, loc, scale))
 
+    def sf(self, x, loc=0.0, scale=1.0):
+        return sp.ndtr(-_standard(x, loc, scale))
+
+    def logsf(self, x, loc=0.0, scale=1.0):
+        return sp.log_ndtr(-_standard(x, loc, scale))
+
 
 class _MultivariateNormal(_Continuous):
     """``multivariate_normal.logpdf(x, mean, cov)``, ``x`` of shape ``(..., d)``, by the Cholesky factor of cov.
@@ -129,6 +135,13 @@ class _MultivariateNormal(_Continuous):
         half_logdet = tg.sum(tg.log(tg.diagonal(chol)))
         out = -0.5 * tg.sum(z * z, axis=0) - half_logdet - 0.5 * d * _LOG_2PI
         return tg.reshape(out, x.shape[:-1])
+
+    def entropy(self, mean=None, cov=1.0):
+        cov = _t(cov)
+        d = cov.shape[-1] if cov.ndim == 2 else 1
+        cov = cov if cov.ndim == 2 else tg.multiply(tg.eye(d), cov)
+        half_logdet = tg.sum(tg.log(tg.diagonal(linalg.cholesky(cov))))
+        return half_logdet + 0.5 * d * (1.0 + _LOG_2PI)
 
 
 class _StudentT(_Continuous):
