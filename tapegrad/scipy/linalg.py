@@ -16,8 +16,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .. import linalg as _linalg
-from .. import ops
+import tapegrad.linalg as _linalg
+import tapegrad.ops as ops
+
 from ..ops._rules import recorded
 from ..registry import defop
 

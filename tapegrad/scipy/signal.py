@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops
+import tapegrad.ops as ops
+
 from .._tensor import Tensor
 
 __all__ = ["convolve"]

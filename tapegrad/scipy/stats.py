@@ -38,8 +38,9 @@ import math
 
 import numpy as np
 
-from .. import linalg
-from .. import ops as tg
+import tapegrad.linalg as linalg
+import tapegrad.ops as tg
+
 from .._tensor import Tensor
 from ..ops import special as sp
 
