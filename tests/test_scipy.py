@@ -293,3 +293,26 @@ def test_odeint_against_the_closed_form_and_refuses_what_it_cannot_do():
         tg.hessian(lambda y0: integrate.odeint(lambda y, t: -y, y0, np.array([0.0, 1.0])).sum())(np.ones(1))
     with pytest.raises(ValueError, match="odeint: y0 and t must be vectors"):
         integrate.odeint(lambda y, t: -y, np.ones((2, 2)), np.array([0.0, 1.0]))
+
+
+CDFS = [("t", X, (3.5,)), ("gamma", P, (2.5,)), ("chi2", P, (3.0,)), ("beta", U, (2.0, 3.0))]
+
+
+@pytest.mark.parametrize("dist,x,shape", CDFS, ids=[d for d, _, _ in CDFS])
+def test_incomplete_beta_and_gamma_cdfs_are_differentiable_in_x_loc_scale_and_refuse_a_shape_gradient(dist, x, shape):
+    ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+    loc, scale = np.full(x.shape, -0.05), np.full(x.shape, 1.1)
+    np.testing.assert_allclose(ours.cdf(x, *shape, loc, scale).data, theirs.cdf(x, *shape, loc, scale), rtol=1e-12)
+    assert tg.gradcheck(lambda x, m, s: ours.cdf(x, *shape, m, s), x, loc, scale)
+    assert tg.gradgradcheck(lambda x: ours.cdf(x, *shape), x)  # the rule is tapegrad's own pdf, recorded
+    with pytest.raises(TypeError, match=rf"scipy\.stats\.{dist}\.cdf: tapegrad has no gradient in"):
+        tg.grad(lambda p: ours.cdf(x, p, *shape[1:]).sum())(shape[0])
+    if dist == "t":
+        np.testing.assert_allclose(ours.logcdf(x, *shape).data, theirs.logcdf(x, *shape), rtol=1e-12)
+
+
+def test_poisson_cdf_is_differentiable_in_mu():
+    k = np.array([0, 2, 5])
+    np.testing.assert_allclose(stats.poisson.cdf(k, 2.5).data, scipy_stats.poisson.cdf(k, 2.5), rtol=1e-14)
+    assert tg.gradcheck(lambda m: stats.poisson.cdf(k, m), np.full(3, 2.5))
+    assert tg.gradgradcheck(lambda m: stats.poisson.cdf(k, m), np.full(3, 2.5))

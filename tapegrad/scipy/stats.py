@@ -7,24 +7,24 @@ distribution             methods                                                
 =======================  ===========================================================  =====================
 ``norm``                 ``logpdf pdf cdf logcdf sf logsf``                           ``loc scale``
 ``multivariate_normal``  ``logpdf pdf entropy`` (``x`` of shape ``(..., d)``)         ``mean cov``
-``t``                    ``logpdf pdf``                                               ``df loc scale``
-``beta``                 ``logpdf pdf``                                               ``a b loc scale``
-``gamma``                ``logpdf pdf``                                               ``a loc scale``
-``chi2``                 ``logpdf pdf``                                               ``df loc scale``
+``t``                    ``logpdf pdf cdf* logcdf*``                                  ``df loc scale``
+``beta``                 ``logpdf pdf cdf*``                                          ``a b loc scale``
+``gamma``                ``logpdf pdf cdf*``                                          ``a loc scale``
+``chi2``                 ``logpdf pdf cdf*``                                          ``df loc scale``
 ``expon``                ``logpdf pdf cdf logcdf``                                    ``loc scale``
 ``laplace``              ``logpdf pdf cdf``                                           ``loc scale``
 ``logistic``             ``logpdf pdf cdf logcdf``                                    ``loc scale``
 ``cauchy``               ``logpdf pdf cdf``                                           ``loc scale``
 ``dirichlet``            ``logpdf pdf`` (``x`` of shape ``(k,)`` or ``(k, n)``)         ``alpha``
-``poisson``              ``logpmf pmf``                                               ``mu loc``
+``poisson``              ``logpmf pmf cdf``                                           ``mu loc``
 ``bernoulli``            ``logpmf pmf``                                               ``p loc``
 ``binom``                ``logpmf pmf``                                               ``n p loc``
 =======================  ===========================================================  =====================
 
-Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The cumulative
-distributions of ``t``, ``beta``, ``gamma``, ``chi2`` and the discrete ones need the incomplete beta and gamma
-functions' derivatives in their shape parameters, which tapegrad does not have: they are not offered (their
-names raise ``AttributeError``), rather than give a gradient in some parameters and not others.
+Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The CDFs marked ``*``
+are the incomplete beta and gamma functions, whose derivatives in their shape parameters (``df``, ``a``, ``b``)
+tapegrad does not have: they are differentiable in ``x``, ``loc`` and ``scale`` (as autograd's), and a shape
+parameter that needs a gradient is refused with a ``TypeError``, never given a silent zero.
 
 >>> import numpy as np, tapegrad as tg
 >>> from tapegrad.scipy import stats
@@ -37,12 +37,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.stats
 
 import tapegrad.linalg as linalg
 import tapegrad.ops as tg
 
 from .._tensor import Tensor
 from ..ops import special as sp
+from ..ops._rules import recorded
+from ..registry import defop
 
 __all__ = [
     "norm", "multivariate_normal", "t", "beta", "gamma", "chi2", "expon", "laplace", "logistic", "cauchy",
@@ -60,6 +63,52 @@ def _t(x):
 def _inside(cond, value):
     """``value`` where ``cond`` holds (inside the support), ``-inf`` elsewhere: a select."""
     return tg.where(cond, value, -np.inf)
+
+
+def _shape_parameter(value, what, name):
+    """A shape parameter of a CDF tapegrad differentiates in x only: refused where it needs a gradient."""
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            raise TypeError(
+                f"scipy.stats.{name}.cdf: tapegrad has no gradient in {what} (the incomplete beta and gamma "
+                f"functions' derivatives in their parameters); pass it as a constant (t.detach()), or use "
+                f"{name}.logpdf, which is differentiable in {what}"
+            )
+        value = value.data
+    return np.asarray(value, dtype=np.float64)
+
+
+def _standard_cdf(xp, g, ans, z, *, name, shape):
+    # d/dz cdf(z) = pdf(z): SciPy's on a plain replay, tapegrad's own (differentiable) on a recorded one
+    if recorded(xp):
+        return g * _DISTRIBUTIONS[name].pdf(z, *shape)
+    return g * getattr(scipy.stats, name).pdf(z, *shape)
+
+
+def _float_dtype(a):
+    """The input's floating dtype (float32 stays float32), float64 for anything else."""
+    dtype = np.asarray(a).dtype
+    return dtype if dtype.kind == "f" else np.float64
+
+
+def _standard_cdf_forward(z, *, name, shape):
+    return np.asarray(getattr(scipy.stats, name).cdf(z, *shape), dtype=_float_dtype(z))
+
+
+_cdf_op = defop("standard_cdf", _standard_cdf_forward, _standard_cdf, save="x", register=False, elementwise=True)
+
+
+def _poisson_cdf_vjp(xp, g, ans, mu, *, k):
+    # d/dmu P(K <= k) = -P(K = floor(k)) for k >= 0
+    kk = np.floor(k)
+    pmf = poisson.pmf(kk, mu) if recorded(xp) else scipy.stats.poisson.pmf(kk, mu)
+    return -g * pmf
+
+
+_poisson_cdf_op = defop(
+    "poisson_cdf", lambda mu, *, k: np.asarray(scipy.stats.poisson.cdf(k, mu), dtype=_float_dtype(mu)),
+    _poisson_cdf_vjp, save="x", register=False, broadcast=True,
+)  # fmt: skip
 
 
 class _Distribution:
@@ -159,6 +208,13 @@ class _StudentT(_Continuous):
             - half * tg.log1p(z * z / df)
         )  # fmt: skip
 
+    def cdf(self, x, df, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; df is a constant here (the incomplete beta function)."""
+        return _cdf_op(_standard(x, loc, scale), name="t", shape=(_shape_parameter(df, "df", "t"),))
+
+    def logcdf(self, x, df, loc=0.0, scale=1.0):
+        return tg.log(self.cdf(x, df, loc, scale))
+
 
 class _Beta(_Continuous):
     """``beta.logpdf(x, a, b, loc=0, scale=1)``, ``-inf`` outside (0, 1)."""
@@ -172,6 +228,11 @@ class _Beta(_Continuous):
         value = sp.xlogy(_t(a) - 1.0, safe) + sp.xlog1py(_t(b) - 1.0, -safe) - sp.betaln(a, b) - tg.log(_t(scale))
         return _inside(inside, value)
 
+    def cdf(self, x, a, b, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; a and b are constants here (the incomplete beta function)."""
+        shape = (_shape_parameter(a, "a", "beta"), _shape_parameter(b, "b", "beta"))
+        return _cdf_op(_standard(x, loc, scale), name="beta", shape=shape)
+
 
 class _Gamma(_Continuous):
     """``gamma.logpdf(x, a, loc=0, scale=1)``, ``-inf`` below loc."""
@@ -184,6 +245,10 @@ class _Gamma(_Continuous):
         safe = tg.where(inside, z, 1.0)
         return _inside(inside, sp.xlogy(_t(a) - 1.0, safe) - safe - sp.gammaln(a) - tg.log(_t(scale)))
 
+    def cdf(self, x, a, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; a is a constant here (the incomplete gamma function)."""
+        return _cdf_op(_standard(x, loc, scale), name="gamma", shape=(_shape_parameter(a, "a", "gamma"),))
+
 
 class _Chi2(_Continuous):
     """``chi2.logpdf(x, df, loc=0, scale=1)``: a gamma of shape df / 2 and scale 2."""
@@ -192,6 +257,10 @@ class _Chi2(_Continuous):
 
     def logpdf(self, x, df, loc=0.0, scale=1.0):
         return gamma.logpdf(x, _t(df) * 0.5, loc, _t(scale) * 2.0)
+
+    def cdf(self, x, df, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; df is a constant here (the incomplete gamma function)."""
+        return _cdf_op(_standard(x, loc, scale), name="chi2", shape=(_shape_parameter(df, "df", "chi2"),))
 
 
 class _Expon(_Continuous):
@@ -276,6 +345,10 @@ class _Poisson(_Discrete):
         k = np.asarray(k) - loc
         return _inside(k >= 0, sp.xlogy(np.maximum(k, 0), mu) - sp.gammaln(np.maximum(k, 0) + 1.0) - mu)
 
+    def cdf(self, k, mu, loc=0):
+        """P(K <= k), differentiable in mu."""
+        return _poisson_cdf_op(mu, k=np.asarray(k, dtype=np.float64) - loc)
+
 
 class _Bernoulli(_Discrete):
     """``bernoulli.logpmf(k, p, loc=0)``, differentiable in p."""
@@ -314,3 +387,4 @@ dirichlet = _Dirichlet()
 poisson = _Poisson()
 bernoulli = _Bernoulli()
 binom = _Binom()
+_DISTRIBUTIONS = {"t": t, "beta": beta, "gamma": gamma, "chi2": chi2}  # SciPy's names -> ours, for the CDFs' rule
