@@ -110,6 +110,43 @@ ROWS = (
     _row(
         "iv", _ref("iv", 1.5), "positive", fn=lambda x: sp.iv(1.5, x), arity=1, examples=((((3, 4),), {}), (((),), {}))
     ),
+    _row(
+        "ive",
+        _ref("ive", 1.5),
+        "positive",
+        fn=lambda x: sp.ive(1.5, x),
+        arity=1,
+        examples=((((3, 4),), {}), (((),), {})),
+    ),
+    _row("jv", _ref("jv", 2.0), fn=lambda x: sp.jv(2.0, x), arity=1, examples=((((3, 4),), {}), (((),), {}))),
+    _row(
+        "yv", _ref("yv", 1.0), "positive", fn=lambda x: sp.yv(1.0, x), arity=1, examples=((((3, 4),), {}), (((),), {}))
+    ),
+    _row("rgamma", _vec(lambda x: 1.0 / math.gamma(x)), "positive"),
+    _row(
+        "gammainc",
+        _ref("gammainc", 2.5),
+        "positive",
+        fn=lambda x: sp.gammainc(2.5, x),
+        arity=1,
+        examples=((((3, 4),), {}), (((),), {})),
+    ),
+    _row(
+        "gammaincc",
+        _ref("gammaincc", 2.5),
+        "positive",
+        fn=lambda x: sp.gammaincc(2.5, x),
+        arity=1,
+        examples=((((3, 4),), {}),),
+    ),
+    _row(
+        "betainc",
+        lambda x: _scipy("betainc")(2.0, 3.0, 0.5 + 0.45 * x),
+        "unit",
+        fn=lambda x: sp.betainc(2.0, 3.0, 0.5 + 0.45 * x),
+        arity=1,
+        examples=((((3, 4),), {}), (((),), {})),
+    ),
     _row("entr", _same(lambda x: -x * np.log(x)), "positive"),
     _row("rel_entr", _same(lambda x, y: x * np.log(x / y)), "positive"),
 )

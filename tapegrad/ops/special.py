@@ -24,7 +24,18 @@ derivative is differentiable again (``gammaln -> digamma -> polygamma(1) -> poly
 ``iv(v)``          ``(iv(v - 1, x) + iv(v + 1, x)) / 2`` (the order ``v`` a number, no gradient)
 ``entr``           ``-(1 + log(x))``
 ``rel_entr(x, y)`` ``log(x / y) + 1``, ``-x / y``
+``ive(v)``         ``(ive(v - 1, x) + ive(v + 1, x)) / 2 - sign(x) ive(v, x)``
+``jv(v)``          ``(jv(v - 1, x) - jv(v + 1, x)) / 2`` (``j0``, ``j1``, ``jn`` are jv's orders)
+``yv(v)``          ``(yv(v - 1, x) - yv(v + 1, x)) / 2`` (``y0``, ``y1``, ``yn`` likewise)
+``rgamma``         ``-rgamma(x) digamma(x)``
+``gammainc(a)``    ``x^(a - 1) exp(-x) / Gamma(a)`` in x (``a`` a constant); ``gammaincc``: minus that
+``betainc(a, b)``  ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` in x (``a``, ``b`` constants)
 =================  =====================================================
+
+``gammasgn`` (the sign of Gamma) is piecewise constant: no gradient (``defnondiff``). ``multigammaln`` is
+composed of ``gammaln``. The regularised incomplete functions' derivatives in their parameters have no closed
+form SciPy computes: as in autograd, they are differentiable in ``x`` only, and a parameter that needs a
+gradient is refused with a ``TypeError`` naming it.
 
 ``SPECIAL`` is ``tapegrad.scipy.special``'s table: SciPy's names, SciPy's signatures (``polygamma(n, x)``,
 ``iv(v, x)``, ``softmax(x, axis=None)``, ``logsumexp(a, axis, b, keepdims, return_sign)``), and tapegrad's
@@ -38,7 +49,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..backend.numpy_rules import numpy_rules
-from ..registry import defop
+from ..registry import defnondiff, defop
 from ._rules import call
 from .activations import _scipy_special, erf, erfc
 from .elementwise import absolute, exp, log, sigmoid
@@ -97,6 +108,26 @@ def _psi_diff(xp, x, y):
 
 def _i1_vjp(xp, g, ans, x):
     return g * ((call(xp, i0, x) + call(xp, _iv, x, v=2.0)) * 0.5)
+
+
+def _ive_vjp(xp, g, ans, x, v):
+    return g * ((call(xp, _ive, x, v=v - 1.0) + call(xp, _ive, x, v=v + 1.0)) * 0.5 - xp.sign(x) * ans)
+
+
+def _bessel_vjp(op):
+    def rule(xp, g, ans, x, v):
+        return g * ((call(xp, op(), x, v=v - 1.0) - call(xp, op(), x, v=v + 1.0)) * 0.5)
+
+    return rule
+
+
+def _gammainc_x(xp, x, a):
+    # d/dx P(a, x) = x^(a - 1) exp(-x) / Gamma(a), in logarithms (a constant: its gammaln a plain number)
+    return xp.exp(call(xp, xlogy, a - 1.0, x) - x - np.asarray(_special("gammaln")(a)))
+
+
+def _betainc_x(xp, x, a, b):
+    return xp.exp(call(xp, xlogy, a - 1.0, x) + call(xp, xlog1py, b - 1.0, -x) - np.asarray(_special("betaln")(a, b)))
 
 
 def _iv_vjp(xp, g, ans, x, v):
@@ -166,6 +197,20 @@ def _iv_forward(x, *, v, xp=np):
 
 
 _iv = defop("iv", _iv_forward, _iv_vjp, save="x", **_ROW)
+_ive = defop("ive", _scipy("ive"), _ive_vjp, save="x ans", **_ROW)
+_jv = defop("jv", _scipy("jv"), _bessel_vjp(lambda: _jv), save="x", **_ROW)
+_yv = defop("yv", _scipy("yv"), _bessel_vjp(lambda: _yv), save="x", **_ROW)
+rgamma = defop("rgamma", _scipy("rgamma"), lambda xp, g, ans, x: -g * ans * call(xp, digamma, x), save="x ans",
+               **_ROW, doc=_ex("sp.rgamma(tg.Tensor([4.0]))", "Tensor([0.16666667])", "1 / Gamma(x), 0 at the poles."))
+gammasgn = defnondiff("gammasgn", _scipy("gammasgn"), elementwise=True, refuses=_DASK,
+                      doc=_ex("sp.gammasgn(tg.Tensor([-0.5, 2.0]))", "Tensor([-1.,  1.])",
+                              "The sign of Gamma(x) (no gradient: piecewise constant)."))
+_gammainc = defop("gammainc", _scipy("gammainc", cast=True),
+                  lambda xp, g, ans, x, a: g * _gammainc_x(xp, x, a), save="x", **_ROW)
+_gammaincc = defop("gammaincc", _scipy("gammaincc", cast=True),
+                   lambda xp, g, ans, x, a: -g * _gammainc_x(xp, x, a), save="x", **_ROW)
+_betainc = defop("betainc", _scipy("betainc", cast=True),
+                 lambda xp, g, ans, x, a, b: g * _betainc_x(xp, x, a, b), save="x", **_ROW)
 entr = defop("entr", _scipy("entr"), lambda xp, g, ans, x: -g * (1.0 + xp.log(x)), save="x", **_ROW,
              doc=_ex("sp.entr(tg.Tensor([0.5]))", "Tensor([0.34657359])", "-x log(x), 0 at 0."))
 rel_entr = defop("rel_entr", _scipy("rel_entr"),
@@ -210,6 +255,161 @@ def iv(v, x):
     Tensor([0.       , 0.5651591])
     """
     return _iv(x, v=float(_constant_number(v, "the order v", "iv")))
+
+
+def ive(v, x):
+    """``iv(v, x) * exp(-|x|)``, the exponentially scaled modified Bessel function (``v`` a number).
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.ive(0.0, tg.Tensor([0.0]))
+    Tensor([1.])
+    """
+    return _ive(x, v=float(_constant_number(v, "the order v", "ive")))
+
+
+def jv(v, x):
+    """The Bessel function of the first kind of real order ``v`` (a number, without gradient).
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.jv(0.0, tg.Tensor([0.0]))
+    Tensor([1.])
+    """
+    return _jv(x, v=float(_constant_number(v, "the order v", "jv")))
+
+
+def yv(v, x):
+    """The Bessel function of the second kind of real order ``v`` (a number, without gradient), for x > 0.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.yv(0.0, tg.Tensor([1.0]))
+    Tensor([0.08825696])
+    """
+    return _yv(x, v=float(_constant_number(v, "the order v", "yv")))
+
+
+def j0(x):
+    """``jv(0, x)``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.j0(tg.Tensor([0.0]))
+    Tensor([1.])
+    """
+    return _jv(x, v=0.0)
+
+
+def j1(x):
+    """``jv(1, x)``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.j1(tg.Tensor([0.0]))
+    Tensor([0.])
+    """
+    return _jv(x, v=1.0)
+
+
+def y0(x):
+    """``yv(0, x)``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.y0(tg.Tensor([1.0]))
+    Tensor([0.08825696])
+    """
+    return _yv(x, v=0.0)
+
+
+def y1(x):
+    """``yv(1, x)``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.y1(tg.Tensor([1.0]))
+    Tensor([-0.78121282])
+    """
+    return _yv(x, v=1.0)
+
+
+def _integer_order(n, name):
+    n = _constant_number(n, "the order n", name)
+    if int(n) != n:
+        raise ValueError(f"scipy.special.{name}: n must be an integer, got {n!r}")
+    return float(n)
+
+
+def jn(n, x):
+    """``jv`` of an integer order ``n``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.jn(2, tg.Tensor([0.0]))
+    Tensor([0.])
+    """
+    return _jv(x, v=_integer_order(n, "jn"))
+
+
+def yn(n, x):
+    """``yv`` of an integer order ``n``.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.yn(0, tg.Tensor([1.0]))
+    Tensor([0.08825696])
+    """
+    return _yv(x, v=_integer_order(n, "yn"))
+
+
+def _incomplete_parameter(value, what, name):
+    """A parameter of the regularised incomplete functions: a constant, refused where it needs a gradient."""
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            raise TypeError(
+                f"scipy.special.{name}: tapegrad has no gradient in {what} (SciPy computes none); pass it as a "
+                "constant (t.detach()): the function is differentiable in x"
+            )
+        value = value.data
+    value = np.asarray(value, dtype=np.float64)
+    return float(value) if value.ndim == 0 else value
+
+
+def gammainc(a, x):
+    """The regularised lower incomplete gamma function P(a, x), differentiable in x (``a`` a constant).
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.gammainc(1.0, tg.Tensor([1.0]))  # 1 - exp(-1)
+    Tensor([0.63212056])
+    """
+    return _gammainc(x, a=_incomplete_parameter(a, "a", "gammainc"))
+
+
+def gammaincc(a, x):
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x), differentiable in x.
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.gammaincc(1.0, tg.Tensor([1.0]))  # exp(-1)
+    Tensor([0.36787944])
+    """
+    return _gammaincc(x, a=_incomplete_parameter(a, "a", "gammaincc"))
+
+
+def betainc(a, b, x):
+    """The regularised incomplete beta function I_x(a, b), differentiable in x (``a``, ``b`` constants).
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.betainc(1.0, 1.0, tg.Tensor([0.25]))
+    Tensor([0.25])
+    """
+    return _betainc(x, a=_incomplete_parameter(a, "a", "betainc"), b=_incomplete_parameter(b, "b", "betainc"))
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension ``d``: ``d (d - 1) / 4 log(pi) +
+    sum_j gammaln(a + (1 - j) / 2)``, as SciPy's (``a`` a tensor, each element > (d - 1) / 2).
+
+    >>> import tapegrad as tg, tapegrad.ops.special as sp
+    >>> sp.multigammaln(tg.Tensor(2.0), 1)  # gammaln(2)
+    Tensor(0.)
+    """
+    d = int(d)
+    total = d * (d - 1) / 4.0 * math.log(math.pi)
+    for j in range(1, d + 1):
+        total = gammaln(a + (1 - j) / 2.0) + total
+    return total
 
 
 def _all_axes(x, axis):
@@ -269,4 +469,7 @@ SPECIAL = {
     "expit": sigmoid, "logit": logit, "logsumexp": logsumexp, "xlogy": xlogy, "xlog1py": xlog1py,
     "ndtr": ndtr, "log_ndtr": log_ndtr, "ndtri": ndtri, "i0": i0, "i1": i1, "iv": iv,
     "softmax": softmax, "log_softmax": log_softmax, "entr": entr, "rel_entr": rel_entr,
+    "ive": ive, "jv": jv, "jn": jn, "j0": j0, "j1": j1, "yv": yv, "yn": yn, "y0": y0, "y1": y1,
+    "rgamma": rgamma, "gammasgn": gammasgn, "gammainc": gammainc, "gammaincc": gammaincc, "betainc": betainc,
+    "multigammaln": multigammaln,
 }  # fmt: skip
