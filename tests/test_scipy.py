@@ -154,9 +154,13 @@ def test_without_scipy_tapegrad_imports_and_tapegrad_scipy_names_the_extra():
         "import sys; sys.modules['scipy'] = None\n"  # as if SciPy were not installed
         "import tapegrad\n"
         "try:\n    import tapegrad.scipy\nexcept ImportError as err:\n    print(err)\n"
+        "try:\n    tapegrad.ops.special.gammaln(tapegrad.Tensor([1.0]))\nexcept ImportError as err:\n    print(err)\n"
+        "print(tapegrad.grad(lambda x: tapegrad.erf(x).sum())(tapegrad.Tensor([0.0])))\n"  # tapegrad's own erf
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "tapegrad.scipy needs SciPy" in out and "tapegrad[scipy]" in out
+    assert "gammaln needs SciPy: install tapegrad with its extra, pip install 'tapegrad[scipy]'" in out
+    assert "[1.12837917]" in out
 
 
 # -- tapegrad.scipy.stats ------------------------------------------------------------------------------
