@@ -26,7 +26,7 @@ A = np.array([[-0.1, 2.0], [-2.0, -0.1]])
 def make_data(points: int, horizon: float):
     t = np.linspace(0.0, horizon, points)
     y0 = np.array([2.0, 0.0])
-    return t, odeint(lambda y, s: A @ y, y0, t, rtol=1e-10, atol=1e-10).data
+    return t, odeint(lambda y, s: A @ y, y0, t, rtol=1e-10, atol=1e-10)
 
 
 def field(y, t, w1, b1, w2, b2):

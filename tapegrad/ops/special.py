@@ -444,9 +444,9 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     >>> sp.logsumexp(tg.Tensor([0.0, 0.0]), b=tg.Tensor([1.0, 3.0]))
     Tensor(1.38629436)
     """
+    a = a if isinstance(a, Tensor) else Tensor(a)  # a number too
     if b is None and not return_sign:
         return _logsumexp(a, axis=axis, keepdims=keepdims)
-    a = a if isinstance(a, Tensor) else Tensor(a)
     m = _max(a, axis=axis, keepdims=True).detach()  # a constant shift: the result does not depend on it
     m = Tensor(np.where(np.isfinite(m.data), m.data, 0.0))
     s = _sum(exp(a - m) if b is None else exp(a - m) * b, axis=axis, keepdims=True)

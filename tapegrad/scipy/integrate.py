@@ -27,6 +27,7 @@ from .._tensor import Tensor
 from ..ops._rules import recorded
 from ..registry import defop
 from ..transforms import vjp
+from ._types import like_scipy
 
 __all__ = ["odeint"]
 
@@ -91,6 +92,7 @@ def _odeint_vjp(xp, g, ans, y0, t, *args, func, options):
 _odeint = defop("odeint", _forward, _odeint_vjp, inputs="*", joint=True, save="* ans", register=False)
 
 
+@like_scipy
 def odeint(func, y0, t, args=(), **options):
     """The solution of ``dy/dt = func(y, t, *args)`` at each time of ``t`` from ``y(t[0]) = y0`` (SciPy's
     ``odeint``, shape ``(len(t), len(y0))``), differentiable in ``y0``, ``t`` and ``args`` by the adjoint method.
@@ -98,7 +100,7 @@ def odeint(func, y0, t, args=(), **options):
     >>> import numpy as np
     >>> from tapegrad.scipy.integrate import odeint
     >>> odeint(lambda y, t: -y, np.array([1.0]), np.array([0.0, 1.0]), rtol=1e-10)[-1]  # exp(-1)
-    Tensor([0.36787944])
+    array([0.36787944])
     """
     if not isinstance(args, tuple):
         args = (args,)

@@ -7,8 +7,8 @@ derivatives only: a second one raises).
 >>> from tapegrad.scipy import linalg
 >>> a = np.array([[4.0, 1.0], [1.0, 3.0]])
 >>> c = linalg.cho_factor(a)
->>> linalg.cho_solve(c, np.array([5.0, 4.0]))
-Tensor([1., 1.])
+>>> linalg.cho_solve(c, np.array([5.0, 4.0]))  # arrays in, an array out, as SciPy's
+array([1., 1.])
 """
 
 from __future__ import annotations
@@ -21,14 +21,16 @@ import tapegrad.ops as ops
 
 from ..ops._rules import recorded
 from ..registry import defop
+from ._types import like_scipy
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "expm", "sqrtm"]
 
-solve_triangular = _linalg.solve_triangular
-cho_solve = _linalg.cho_solve
-expm = _linalg.expm
+solve_triangular = like_scipy(_linalg.solve_triangular)
+cho_solve = like_scipy(_linalg.cho_solve)
+expm = like_scipy(_linalg.expm)
 
 
+@like_scipy
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     """``(c, lower)``: a's Cholesky factor, upper by default as SciPy's, for :func:`cho_solve`. Unlike SciPy's,
     the other triangle of c is zeros.
@@ -36,8 +38,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
     >>> import numpy as np
     >>> from tapegrad.scipy import linalg
     >>> linalg.cho_factor(np.array([[4.0, 2.0], [2.0, 2.0]]))[0]
-    Tensor([[2., 1.],
-            [0., 1.]])
+    array([[2., 1.],
+           [0., 1.]])
     """
     c = _linalg.cholesky(a)
     return (c, True) if lower else (ops.swapaxes(c, -1, -2), False)
@@ -62,13 +64,14 @@ def _sqrtm(a):
 _sqrtm_op = defop("sqrtm", _sqrtm, _sqrtm_vjp, save="ans", register=False)
 
 
+@like_scipy
 def sqrtm(A, disp=True, blocksize=64):
     """The principal square root of a real square matrix (``scipy.linalg.sqrtm``), differentiable once.
 
     >>> import numpy as np
     >>> from tapegrad.scipy import linalg
     >>> linalg.sqrtm(np.array([[4.0, 0.0], [0.0, 9.0]]))
-    Tensor([[2., 0.],
-            [0., 3.]])
+    array([[2., 0.],
+           [0., 3.]])
     """
     return _sqrtm_op(A)

@@ -5,7 +5,7 @@ meant for the small kernels of autograd-style programs; its gradients are exact 
 >>> import numpy as np
 >>> from tapegrad.scipy import signal
 >>> signal.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
-Tensor([0. , 1. , 2.5, 4. , 1.5])
+array([0. , 1. , 2.5, 4. , 1.5])
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
+from ._types import like_scipy
 
 __all__ = ["convolve"]
 
@@ -23,6 +24,7 @@ def _t(x):
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
+@like_scipy
 def convolve(in1, in2, mode="full", method="auto"):
     """The convolution of ``in1`` and ``in2`` (same number of dimensions), SciPy's ``mode``; ``method`` is
     accepted for SciPy's signature (the result is the direct sum either way).

@@ -12,6 +12,7 @@ array([-0.466484, -0.285307])
 """
 
 from ..ops.special import SPECIAL
+from ._types import like_scipy
 
-globals().update(SPECIAL)
+globals().update({name: like_scipy(f) for name, f in SPECIAL.items()})  # SciPy's types on arrays
 __all__ = sorted(SPECIAL)

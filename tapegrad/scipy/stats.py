@@ -46,6 +46,7 @@ from .._tensor import Tensor
 from ..ops import special as sp
 from ..ops._rules import recorded
 from ..registry import defop
+from ._types import like_scipy
 
 __all__ = [
     "norm", "multivariate_normal", "t", "beta", "gamma", "chi2", "expon", "laplace", "logistic", "cauchy",
@@ -139,7 +140,7 @@ class _Norm(_Continuous):
 
     >>> from tapegrad.scipy import stats
     >>> stats.norm.cdf(0.0)
-    Tensor(0.5)
+    np.float64(0.5)
     """
 
     name = "norm"
@@ -167,7 +168,7 @@ class _MultivariateNormal(_Continuous):
     >>> import numpy as np
     >>> from tapegrad.scipy import stats
     >>> stats.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), np.eye(2))
-    Tensor(-1.83787707)
+    np.float64(-1.8378770664093453)
     """
 
     name = "multivariate_normal"
@@ -387,4 +388,10 @@ dirichlet = _Dirichlet()
 poisson = _Poisson()
 bernoulli = _Bernoulli()
 binom = _Binom()
+_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "logpmf", "pmf", "entropy")
+for _d in (norm, multivariate_normal, t, beta, gamma, chi2, expon, laplace, logistic, cauchy, dirichlet, poisson,
+           bernoulli, binom):  # fmt: skip
+    for _m in _METHODS:
+        if hasattr(_d, _m):
+            setattr(_d, _m, like_scipy(getattr(_d, _m)))  # SciPy's types on arrays, tensors on tensors
 _DISTRIBUTIONS = {"t": t, "beta": beta, "gamma": gamma, "chi2": chi2}  # SciPy's names -> ours, for the CDFs' rule
