@@ -14,6 +14,7 @@ import sys
 from ._state import current, is_recording
 from .budget import install_budget
 from .core import BaseTape, stop_recording
+from .core.node import OP
 from .debug import (
     ChecksumObserver,
     SavedChecksums,
@@ -29,6 +30,7 @@ from .debug import (
 )
 from .debug.anomaly import ANOMALY
 from .errors import InPlaceModificationError, TapeError
+from .profiler import profile_observer
 from .viz import to_dot
 
 __all__ = [
@@ -87,6 +89,9 @@ class Tape(BaseTape):
         # Checked once per replay: a plain replay never pays for them.
         anomaly = anomaly_enabled(self)
         observers = [ChecksumObserver(self)] if checking_saved(self) else []
+        profiling = profile_observer(self)
+        if profiling is not None:  # before tracing: its rules wrap the timed ones, whose time is the rules' own
+            observers.append(profiling)
         if trace or anomaly:
             observers.append(replay_observer(self, trace, anomaly))  # last: it wraps the rules the replay runs
         return observers[0] if len(observers) == 1 else (_Observers(observers) if observers else None)
@@ -96,7 +101,8 @@ class Tape(BaseTape):
 
 
 class _Observers:
-    """Several observers of one replay, in order; the last one's op is the one the replay runs."""
+    """Several observers of one replay, in order; each sees the op the one before returned (so each may wrap
+    the rules the one before wrapped), and the last one's op is the one the replay runs."""
 
     def __init__(self, observers):
         self.observers = observers
@@ -104,6 +110,8 @@ class _Observers:
     def __call__(self, idx, rec, node, g, grads):
         for observer in self.observers:
             op = observer(idx, rec, node, g, grads)
+            if op is not rec[OP]:
+                rec = (op, *rec[OP + 1 :])
         return op
 
     def done(self) -> None:

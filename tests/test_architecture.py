@@ -36,6 +36,7 @@ LAYERS = {
     "tapegrad.budget": 7,
     "tapegrad.viz": 7,
     "tapegrad.recompute": 7,
+    "tapegrad.profiler": 7,  # tg.profile: the op probe and a replay observer
     "tapegrad.tape": 8,  # the tape users meet: record(), Tape with its views
     "tapegrad._scope": 9,  # transforms and testing, on top of tapes
     "tapegrad.transforms": 9,
