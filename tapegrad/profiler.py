@@ -42,7 +42,7 @@ import weakref
 from ._state import ACTIVE, PROBE, TRACING
 from ._tensor import Tensor
 from .backend import is_array, nbytes
-from .core.node import ANS, OP, SAVED
+from .core.node import ANS, MASK, OP, SAVED, SRCS
 from .core.record import saved_values
 from .errors import fmt_bytes, user_frame
 
@@ -465,7 +465,7 @@ class _Observer:
         self.persistent = tape.persistent
 
     def __call__(self, idx, rec, node, g, grads):
-        op, mask = rec[OP], rec[-1]
+        op, mask = rec[OP], rec[MASK]
         prof = self.prof
         # A plain replay of a tape not kept frees the entry; a recorded one (tensor cotangents) keeps it.
         frees = not self.persistent and not isinstance(g, Tensor)
@@ -485,7 +485,8 @@ class _Observer:
         if op.joint:
             timed_op.vjps = [timed(op.vjps[0])]
         else:
-            timed_op.vjps = [timed(r) if (mask >> i) & 1 else None for i, r in enumerate(op.vjps)]
+            rules = op.vjps  # indexed per input (a variadic op's rules repeat without end)
+            timed_op.vjps = [timed(rules[i]) if (mask >> i) & 1 else None for i in range(len(rec[SRCS]))]
         prof._pending(rec, node, frees, start)
         return timed_op
 
