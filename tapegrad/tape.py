@@ -31,7 +31,7 @@ from .debug import (
 from .debug.anomaly import ANOMALY
 from .errors import InPlaceModificationError, TapeError
 from .profiler import profile_observer
-from .viz import to_dot
+from .viz import tape_html, tape_svg, to_dot
 
 __all__ = [
     "Tape",
@@ -79,6 +79,12 @@ class Tape(BaseTape):
     def to_dot(self) -> str:
         """Graphviz DOT source drawing this tape (tapegrad.viz)."""
         return to_dot(self)
+
+    def _repr_html_(self) -> str:
+        return tape_html(self)
+
+    def _repr_svg_(self) -> str:
+        return tape_svg(self)
 
     def find_nonfinite(self) -> list:
         """The entries whose saved values hold NaN or infinity, earliest first (tapegrad.debug)."""
