@@ -318,15 +318,15 @@ class Module:
 
     def summary_rows(self) -> list[tuple]:
         """A layer summary as torchinfo gives one: per module (this one first, then every submodule, depth
-        first), ``(name, depth, type, [(parameter, shape)...], parameters, trainable)``, counting each
-        parameter once, in the module that holds it.
+        first), ``(name, depth, type, [(parameter, shape)...], parameters)``, counting each parameter once, in
+        the module that holds it (a tensor that needs no gradient is not a parameter: a buffer or a constant).
 
         >>> import tapegrad as tg
         >>> model = tg.nn.Sequential(tg.nn.Linear(3, 2, rng=0), tg.nn.ReLU())
         >>> for row in model.summary_rows(): print(row)
-        ('', 0, 'Sequential', [], 0, 0)
-        ('0', 1, 'Linear', [('weight', (2, 3)), ('bias', (2,))], 8, 8)
-        ('1', 1, 'ReLU', [], 0, 0)
+        ('', 0, 'Sequential', [], 0)
+        ('0', 1, 'Linear', [('weight', (2, 3)), ('bias', (2,))], 8)
+        ('1', 1, 'ReLU', [], 0)
         """
         own: dict = {}
         for name, p in self.named_parameters():
@@ -336,17 +336,17 @@ class Module:
         for path, m in self.named_modules():
             params = own.get(path, [])
             n = sum(p.size for _, p in params)
-            trainable = sum(p.size for _, p in params if p.requires_grad)
             depth = path.count(".") + 1 if path else 0
-            rows.append((path, depth, type(m).__name__, [(k, tuple(p.shape)) for k, p in params], n, trainable))
+            rows.append((path, depth, type(m).__name__, [(k, tuple(p.shape)) for k, p in params], n))
         return rows
 
     def _repr_html_(self) -> str:
-        """What a notebook shows: a layer summary (module, type, parameter shapes, counts) and the totals.
+        """What a notebook shows: a layer summary (module, type, parameter shapes, counts) and the totals
+        (parameters, their bytes, and the buffers' values, such as running statistics).
 
         >>> import tapegrad as tg
         >>> html = tg.nn.Sequential(tg.nn.Linear(3, 2, rng=0), tg.nn.ReLU())._repr_html_()
-        >>> "<td>8</td>" in html, "Trainable params: 8" in html
+        >>> "<td>8</td>" in html, "Total params: 8" in html
         (True, True)
         """
         rows = self.summary_rows()
@@ -357,15 +357,12 @@ class Module:
                 ", ".join(f"{k} {shape}" for k, shape in params) or "-",
                 f"{n:,}",
             ]
-            for name, depth, kind, params, n, _ in rows
+            for name, depth, kind, params, n in rows
         ]
         total = sum(r[4] for r in rows)
-        trainable = sum(r[5] for r in rows)
         size = sum(p.data.nbytes for p in self.parameters())
-        foot = (
-            f"<div>Total params: {total:,}; Trainable params: {trainable:,}; Non-trainable params: "
-            f"{total - trainable:,}; Params size: {esc(fmt_bytes(size))}</div>"
-        )
+        buffers = sum(b.size for b in self.buffers())
+        foot = f"<div>Total params: {total:,}; Params size: {esc(fmt_bytes(size))}; Buffers: {buffers:,} values</div>"
         head = f"<div><b>{esc(type(self).__name__)}</b></div>"
         return STYLE + head + table(["Layer", "Type", "Parameters", "Param #"], body, left=(0, 1, 2)) + foot
 
