@@ -432,8 +432,8 @@ def _format(rows, every, group_by) -> str:
             c.ljust(w) if i in (0, len(cells) - 1) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
         ).rstrip()
 
-    fwd = sum(r.forward_wall for r in every)
-    bwd = sum(r.backward_wall for r in every)
+    fwd, fwd_cpu = sum(r.forward_wall for r in every), sum(r.forward_cpu for r in every)
+    bwd, bwd_cpu = sum(r.backward_wall for r in every), sum(r.backward_cpu for r in every)
     return "\n".join(
         [
             rule,
@@ -441,7 +441,7 @@ def _format(rows, every, group_by) -> str:
             rule,
             *(line(b) for b in body),
             rule,
-            f"Forward wall total: {_ms(fwd)}; backward wall total: {_ms(bwd)}; "
+            f"Forward: CPU {_ms(fwd_cpu)}, wall {_ms(fwd)}; backward: CPU {_ms(bwd_cpu)}, wall {_ms(bwd)}; "
             f"saved {fmt_bytes(sum(r.saved for r in every))}, freed {fmt_bytes(sum(r.freed for r in every))}",
         ]
     )
