@@ -4,12 +4,14 @@ Inside the block, every op this context runs is timed (wall clock and the proces
 included), forward and, when a tape recorded inside or outside the block is replayed inside it, backward (the
 entry's rules); each recorded op notes the bytes its entry added to what the tapes hold (an array that an earlier
 entry already keeps is not counted again) and, at a replay that frees it, the bytes it gave back. Each event
-carries the line of your code that ran the op.
+carries the line of your code that ran the op. An entry dropped without a replay (a tape released, the first
+pass of a ``tg.checkpoint`` block) shows bytes saved that no replay frees; the counter of what the tapes hold is
+counted again from the tapes after each ``backward()`` and when the block ends.
 
 - ``prof.table(sort_by="wall", row_limit=20, group_by="op")``: a summary, one row per op (or per source line,
   ``group_by="source"``), as ``torch.profiler``'s ``key_averages().table()`` prints it;
 - ``prof.key_averages(group_by=...)``: the same rows as objects (:class:`Row`);
-- ``prof.events``: every event (:class:`Event`), in the order they ended;
+- ``prof.events``: every event (:class:`Event`), in the order they began (once the block has ended);
 - ``prof.export_chrome_trace(path)``: the Chrome trace event format (``chrome://tracing``, Perfetto,
   TensorBoard): one duration event per op and per replayed entry, and a counter of the bytes the tapes hold.
 
@@ -218,7 +220,9 @@ class profile:
         self._tapes: dict = {}  # id -> weak reference: the tapes that recorded the ops profiled here
         self._node_sources = weakref.WeakKeyDictionary()  # a recorded output's node -> the line that made it
         self._last_active = None
-        self._open = None  # (name, source, freed, times) of the entry whose rules are running
+        # Per replay running (replays nest: a checkpoint's rule replays its block), the entry whose rules run:
+        # id(observer) -> (name, source, freed, times)
+        self._open: dict = {}
         self._token = None
         self._t0 = 0
         self.wall = self.cpu = 0  # the block's own wall and CPU time, ns
@@ -244,6 +248,7 @@ class profile:
         self.wall, self.cpu = _wall() - self._t0, _cpu() - self._cpu0
         self._flush()
         self._recount()
+        self.events.sort(key=lambda ev: ev.start)  # a replay's event is complete after it began
         self._stack = []
         self._tapes = {}
 
@@ -286,28 +291,29 @@ class profile:
         return sum(self._held.keep(a) for a in _arrays(values))
 
     # -- the replay ------------------------------------------------------------------------------------------
-    def _pending(self, rec, node, frees, times) -> None:
-        """The replay reached an entry, whose rules run next (the observer reports it): the bytes its replay
+    def _pending(self, replay, rec, node, frees, times) -> None:
+        """The replay ``replay`` (its observer) reached an entry, whose rules run next: the bytes its replay
         frees now; its backward event once its rules ran (``times`` then holds their end)."""
-        self._flush()
+        self._flush(replay)
         freed = sum(self._held.drop(a) for a in _arrays((*rec[SAVED], rec[ANS]))) if frees else 0
-        self._open = (rec[OP].name, self._node_sources.get(node), freed, times)
+        self._open[id(replay)] = (rec[OP].name, self._node_sources.get(node), freed, times)
 
-    def _flush(self) -> None:
-        """The backward event of the entry replayed last, if any."""
-        if self._open is None:
-            return
-        name, source, freed, (w0, c0, w1, c1) = self._open
-        self._open = None
-        if not w1:  # no rule ran (none of its inputs needed a gradient)
-            w1 = w0
-        if not c1:
-            c1 = c0
-        self.events.append(
-            Event("backward", name, source, w0 - self._t0, w1 - w0, c1 - c0, 0, freed, (), threading.get_ident())
-        )
-        if freed:
-            self.counters.append((w1 - self._t0, self._held.total))
+    def _flush(self, replay=None) -> None:
+        """The backward event of the entry that ``replay`` (every replay: None) reached last, if any."""
+        for key in [id(replay)] if replay is not None else list(self._open):
+            entry = self._open.pop(key, None)
+            if entry is None:
+                continue
+            name, source, freed, (w0, c0, w1, c1) = entry
+            if not w1:  # no rule ran (none of its inputs needed a gradient)
+                w1 = w0
+            if not c1:
+                c1 = c0
+            self.events.append(
+                Event("backward", name, source, w0 - self._t0, w1 - w0, c1 - c0, 0, freed, (), threading.get_ident())
+            )
+            if freed:
+                self.counters.append((w1 - self._t0, self._held.total))
 
     def _recount(self) -> None:
         """Count again what the tapes this profile saw still hold (after a replay, which frees entries it does
@@ -496,11 +502,11 @@ class _Observer:
             rules = op.vjps  # indexed per input (a variadic op's rules repeat without end)
             last = mask.bit_length() - 1
             timed_op.vjps = [timed(rules[i], i == last) if (mask >> i) & 1 else None for i in range(len(rec[SRCS]))]
-        prof._pending(rec, node, frees, start)
+        prof._pending(self, rec, node, frees, start)
         return timed_op
 
     def done(self) -> None:
-        self.prof._flush()
+        self.prof._flush(self)
         self.prof._recount()
 
 

@@ -212,3 +212,31 @@ def test_other_threads_and_an_op_after_a_failed_one():
         _ = x > 0  # a comparison: profiled, forward only
         _ = tg.exp(x)
     assert seen and [ev.name for ev in prof.events] == ["greater", "exp"]
+
+
+def test_persistent_tapes_gradient_and_checkpoint():
+    W, x = leaves()
+    with tg.profile() as prof:
+        with tg.record(persistent=True) as t:
+            loss = tg.tanh(x @ W).sum()
+        held = t.saved_bytes()
+        g1 = t.gradient(loss, W)
+        g2 = t.gradient(loss, W)
+        assert prof.counters[-1][1] == held  # a persistent tape frees nothing when replayed
+        t.release()
+    np.testing.assert_array_equal(g1, g2)
+    back = [ev for ev in prof.events if ev.phase == "backward"]
+    assert [ev.name for ev in back] == ["sum", "tanh", "matmul"] * 2 and all(ev.freed == 0 for ev in back)
+    assert prof.counters[-1][1] == 0  # recounted when the block ended: the released tape holds nothing
+
+    block = tg.checkpoint(lambda v: tg.tanh(tg.exp(v) * 2))
+    with tg.profile() as prof:
+        with tg.record():
+            y = block(W).sum()
+        y.backward()
+    back = {ev.name: ev for ev in prof.events if ev.phase == "backward"}
+    redo = [ev for ev in prof.events if ev.phase == "forward" and ev.start > back["sum"].start]
+    assert [ev.name for ev in redo] == ["exp", "multiply", "tanh"]  # the block, recomputed during backward
+    outer = back["checkpoint"]
+    assert all(outer.start <= ev.start and ev.start + ev.wall <= outer.start + outer.wall for ev in redo)
+    assert prof.counters[-1][1] == 0
