@@ -191,12 +191,18 @@ class _Held:
 
 
 def _arrays(values):
-    """The distinct arrays among ``values`` (an entry's saved values and output)."""
+    """The distinct arrays among ``values`` (an entry's saved values and output, or outputs: a tuple)."""
     seen = {}
     for v in values:
-        if v is not None and (v.__class__ is _ndarray or is_array(v)):
-            seen[id(v)] = v
+        for a in v if v.__class__ is tuple else (v,):
+            if a is not None and (a.__class__ is _ndarray or is_array(a)):
+                seen[id(a)] = a
     return seen.values()
+
+
+def _recorded(g) -> bool:
+    """Whether a replay's cotangent (or an op's tuple of them) is a tensor: a recorded replay, which frees nothing."""
+    return isinstance(g, Tensor) or (g.__class__ is tuple and any(isinstance(x, Tensor) for x in g))
 
 
 class profile:
@@ -265,11 +271,12 @@ class profile:
             return
         _, w0, c0 = stack.pop()
         source = _source(sys._getframe(2))
-        node = out._node
+        several = out.__class__ is tuple  # an op with several outputs: one entry, keyed by their group
+        node = out[0]._node if several else out._node
         saved = 0
         if node is not None:
-            saved = self._saved(op, datas, out)
-            self._node_sources[node] = source
+            saved = self._saved(op, datas, [t._data for t in out] if several else [out._data])
+            self._node_sources[node.group if several else node] = source
         shapes = tuple(tuple(getattr(d, "shape", ())) for d in datas)
         self.events.append(
             Event(
@@ -279,7 +286,7 @@ class profile:
         if saved:
             self.counters.append((wall - self._t0, self._held.total))
 
-    def _saved(self, op, datas, out) -> int:
+    def _saved(self, op, datas, outs) -> int:
         active = ACTIVE.get()
         if active is not self._last_active:
             self._last_active = active
@@ -287,7 +294,7 @@ class profile:
                 self._tapes.setdefault(id(t), weakref.ref(t))
         values = saved_values(op, datas)
         if op.save_ans:
-            values = (*values, out._data)
+            values = (*values, *outs)
         return sum(self._held.keep(a) for a in _arrays(values))
 
     # -- the replay ------------------------------------------------------------------------------------------
@@ -479,7 +486,7 @@ class _Observer:
         op, mask = rec[OP], rec[MASK]
         prof = self.prof
         # A plain replay of a tape not kept frees the entry; a recorded one (tensor cotangents) keeps it.
-        frees = not self.persistent and not isinstance(g, Tensor)
+        frees = not self.persistent and not _recorded(g)
         start = [_wall(), _cpu(), 0, 0]  # wall, CPU at the first rule; at the end of the last one
 
         def timed(rule, last):

@@ -82,6 +82,9 @@ class Op:
       with no complex loop, declared for any other forward.
     - ``method``: a Tensor method of the same name as its public function, where NumPy's ndarray has none
       (``x.exp()``); a function named as an ndarray method is one without saying so.
+    - ``outputs``: the names of its outputs where it has several (``("w", "v")``; ``()``: one). The forward
+      returns a tuple of arrays, the op a tuple of tensors, the tape one entry; the rules get a tuple of
+      cotangents (None for an output nobody used, which the rule skips) and ``ans`` as a tuple.
     - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
       as ``tg.sum``), ``module``: where its row is.
     """
@@ -107,6 +110,7 @@ class Op:
         "method",
         "function",
         "module",
+        "outputs",
     )
 
     def __init__(
@@ -128,6 +132,7 @@ class Op:
         real_only=None,
         method=False,
         module=None,
+        outputs=(),
     ):
         self.name = name
         self.forward = forward
@@ -156,6 +161,7 @@ class Op:
         self.method = method
         self.function = None
         self.module = module
+        self.outputs = tuple(outputs)
 
     @property
     def fresh(self) -> bool:
@@ -221,6 +227,7 @@ def defop(
     refuses=None,
     real_only=None,
     method=False,
+    outputs=(),
 ):
     """Register a differentiable op and return its public function.
 
@@ -229,6 +236,9 @@ def defop(
     ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
+    ``outputs=("w", "v")`` declares an op with several outputs: ``forward`` returns a tuple of arrays, the
+    function a tuple of tensors, and each rule gets the tuple of the outputs' cotangents (None for an output
+    nobody used) and ``ans`` as the tuple of outputs.
     ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
     (see :class:`Op`); a ufunc forward needs none of them.
 
@@ -266,6 +276,7 @@ def defop(
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
+        outputs=outputs,
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)

@@ -240,3 +240,19 @@ def test_persistent_tapes_gradient_and_checkpoint():
     outer = back["checkpoint"]
     assert all(outer.start <= ev.start and ev.start + ev.wall <= outer.start + outer.wall for ev in redo)
     assert prof.counters[-1][1] == 0
+
+
+def test_an_op_with_several_outputs():
+    a = tg.Tensor([[2.0, 1.0], [1.0, 2.0]], requires_grad=True)
+    with tg.profile() as prof:
+        with tg.record() as t:
+            w, v = tg.linalg.eigh(a)
+            loss = (w * w).sum() + v[0, 0] ** 2
+        held = t.saved_bytes()
+        loss.backward()
+    rows = {r.name: r for r in prof.key_averages()}
+    assert rows["eigh"].saved == w.data.nbytes + v.data.nbytes == rows["eigh"].freed  # both outputs kept
+    assert rows["eigh"].backward_calls == 1
+    assert sum(r.saved for r in rows.values()) == held == sum(r.freed for r in rows.values())
+    back = [ev for ev in prof.events if ev.phase == "backward" and ev.name == "eigh"]
+    assert back[0].source is not None and back[0].source[1] == prof.events[0].source[1]  # the eigh line
