@@ -20,7 +20,7 @@ import pathlib
 from ._html import STYLE, Raw, esc, svg_graph, table
 from ._tensor import Tensor
 from .core.node import SRCS, Node
-from .debug.reading import analyse, fmt_dtype, fmt_shape
+from .debug.reading import _call, _signature, analyse, fmt_dtype, fmt_shape
 from .errors import fmt_bytes
 
 __all__ = ["to_dot", "render", "tape_html", "tape_svg", "ROWS"]
@@ -139,6 +139,12 @@ def _shown(rows):
     return rows[: ROWS // 2] + rows[-ROWS // 2 :], len(rows) - ROWS
 
 
+def _dtypes(row) -> str:
+    """The output's dtype, or each output's (an op with several), ``?`` where unknown."""
+    dtypes = [o[3] for o in row.outputs] if row.outputs is not None else [row.dtype]
+    return ", ".join("?" if d is None else fmt_dtype(d) for d in dtypes)
+
+
 def tape_html(tape) -> str:
     """The tape as an HTML table (what a notebook shows for ``t``): value, op and operands, input and output
     shapes, dtype, bytes saved (an array counted where it is first kept), source line (``track_source=True``).
@@ -158,9 +164,9 @@ def tape_html(tape) -> str:
     body = [
         [
             r.index,
-            f"{r.name} = {r.op}({', '.join(r.args)})",
-            ", ".join(fmt_shape(s) for s in r.arg_shapes) + " -> " + fmt_shape(r.shape),
-            fmt_dtype(r.dtype) if r.dtype is not None else "?",
+            _call(r),
+            _signature(r),
+            _dtypes(r),
             fmt_bytes(r.bytes) if r.bytes else ("-" if not r.saved else "kept already"),
             r.where,
         ]
@@ -193,9 +199,10 @@ def tape_svg(tape) -> str:
                 where[name] = len(nodes)
                 nodes.append((name, 0))
         k = len(nodes)
-        nodes.append((f"{r.name} = {r.op}({', '.join(r.args)})", 1))
+        nodes.append((_call(r), 1))
         edges += [(where[name], k) for src, name in zip(r.rec[SRCS], r.args) if src is not None]
-        where[r.name] = k
+        for name in [r.name] if r.outputs is None else [o[0] for o in r.outputs]:
+            where[name] = k
     if cut:
         nodes.append((f"... {cut} entries not shown", 1))
     return svg_graph(nodes, edges)

@@ -142,7 +142,9 @@ def test_a_notebook_shows_them(tmp_path):
     nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbclient and ipykernel (test extra)")
     pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (test extra)")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = {c.metadata.get("tags", ["?"])[0]: c.outputs for c in nb.cells if c.cell_type == "code"}
 
     def data(tag, mime):
@@ -159,3 +161,18 @@ def test_a_notebook_shows_them(tmp_path):
     assert "v1 = exp(x0)" in "".join(Checked(data("compiled", "text/html")).text)
     printed = "".join(o.get("text", "") for o in outputs["profile"] if o.get("output_type") == "stream")
     assert printed.splitlines()[1].split()[:2] == ["Name", "Calls"] and "matmul" in printed
+
+
+def test_a_tape_with_an_op_of_several_outputs():
+    a = tg.Tensor([[2.0, 1.0], [1.0, 2.0]], requires_grad=True)
+    with tg.record() as t:
+        w, v = tg.linalg.eigh(a)
+        loss = (w * w).sum() + v[0, 0] ** 2
+    assert len(t) == 6 and loss.requires_grad  # the loss holds the entries alive
+    page = Checked(t._repr_html_())
+    assert page.cells[6:10] == ["0", "t0.eigenvalues, t0.eigenvectors = eigh(in0)", "(2,2) -> (2,), (2,2)",
+                                "float64, float64"]  # fmt: skip
+    svg = ET.fromstring(t._repr_svg_())
+    labels = [e.text for e in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert labels[0] == "in0" and "t0.eigenvalues" not in labels  # the outputs are the entry's, not inputs
+    t.release()

@@ -57,8 +57,15 @@ TRACE_SCHEMA = {
                     "then": {
                         "required": ["args"],
                         "properties": {
-                            "name": {"enum": ["process_name", "process_labels", "process_sort_index", "thread_name",
-                                              "thread_sort_index"]},  # fmt: skip
+                            "name": {
+                                "enum": [
+                                    "process_name",
+                                    "process_labels",
+                                    "process_sort_index",
+                                    "thread_name",
+                                    "thread_sort_index",
+                                ]
+                            },  # fmt: skip
                             "args": {"type": "object", "required": ["name"]},
                         },
                     },
