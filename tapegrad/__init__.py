@@ -20,6 +20,7 @@ from . import (
     compile,
     data,
     debug,
+    explorer,
     fft,
     linalg,
     nn,
@@ -34,6 +35,7 @@ from . import (
 from ._tensor import Tensor, tensor
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
+from .explorer import explore
 from .errors import (
     AnomalyError,
     CheckpointError,
@@ -97,6 +99,8 @@ __all__ = [
     "GradcheckError",
     "data",
     "debug",
+    "explore",
+    "explorer",
     "fft",
     "linalg",
     "viz",
