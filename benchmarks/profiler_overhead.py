@@ -99,7 +99,7 @@ def measure(rounds: int, names=tuple(WORKLOADS)) -> dict:
 def main(argv=None):
     parser = cli.parser("python -m benchmarks.profiler_overhead", __doc__)
     parser.add_argument("--rounds", type=int, default=21, help="interleaved rounds")
-    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), default=list(WORKLOADS), help="workloads to run")
     args = parser.parse_args(argv)
     print("workload  unit      plain   profiled   ratio (median of per-round ratios)")
     for name, (p, q, ratio, unit) in measure(args.rounds, args.only).items():
