@@ -225,7 +225,7 @@ class profile:
         self._held = _Held()
         self._tapes: dict = {}  # id -> weak reference: the tapes that recorded the ops profiled here
         self._node_sources = weakref.WeakKeyDictionary()  # a recorded output's node -> the line that made it
-        self._last_active = None
+        self._last_top = None  # a weak reference to the innermost tape of the last recorded op
         # Per replay running (replays nest: a checkpoint's rule replays its block), the entry whose rules run:
         # id(observer) -> (name, source, freed, times)
         self._open: dict = {}
@@ -257,6 +257,7 @@ class profile:
         self.events.sort(key=lambda ev: ev.start)  # a replay's event is complete after it began
         self._stack = []
         self._tapes = {}
+        self._last_top = None
 
     # -- the probe: what the core calls around each op --------------------------------------------------
     def start(self, op) -> None:
@@ -288,10 +289,13 @@ class profile:
 
     def _saved(self, op, datas, outs) -> int:
         active = ACTIVE.get()
-        if active is not self._last_active:
-            self._last_active = active
+        last = self._last_top
+        if last is None or last() is not active[-1]:  # weakly: a profile keeps no tape alive
+            self._last_top = weakref.ref(active[-1])
             for t in active:
-                self._tapes.setdefault(id(t), weakref.ref(t))
+                ref = self._tapes.get(id(t))
+                if ref is None or ref() is not t:  # new, or a dead tape's id reused
+                    self._tapes[id(t)] = weakref.ref(t)
         values = saved_values(op, datas)
         if op.save_ans:
             values = (*values, *outs)

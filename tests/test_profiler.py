@@ -195,6 +195,17 @@ def test_the_block_leaves_nothing_behind():
             assert ref() is None  # the profiler keeps no recorded value alive
             _ = x @ tg.Tensor(np.ones((4, 4)))  # raises: the shapes do not match
     assert PROBE.get() is None and TRACING.n == 0
+    with tg.profile() as dropped:
+        with tg.record():  # a tape dropped without backward(): the profile must not keep it
+            u = x @ W
+            h = tg.sin(u)  # keeps u, which only the tape holds once u is deleted
+        held = weakref.ref(u._data)
+        assert id(u._data) in dropped._held.arrays
+        del u
+        with tg.record():  # the next block displaces the tape kept for a later backward()
+            pass
+        gc.collect()
+        assert held() is None and h.requires_grad  # h is kept: only the tape's own death frees u
     forward = [ev.name for ev in prof.events if ev.phase == "forward"]
     assert forward == ["matmul", "tanh", "sum"]  # the matmul that raised left no event
     with pytest.raises(RuntimeError, match="already used"):
