@@ -274,3 +274,20 @@ def test_an_op_with_several_outputs():
     assert sum(r.saved for r in rows.values()) == held == sum(r.freed for r in rows.values())
     back = [ev for ev in prof.events if ev.phase == "backward" and ev.name == "eigh"]
     assert back[0].source is not None and back[0].source[1] == prof.events[0].source[1]  # the eigh line
+
+
+def test_compiling_inside_a_profile():
+    def step(w, x):
+        return tg.value_and_grad(lambda v: (tg.tanh(x @ v) ** 2).sum())(w)
+
+    W, x = leaves()
+    want = step(W.data, x.data)
+    with tg.profile() as prof:
+        f = tg.compile(step)
+        got = f(W.data, x.data)  # traced here: the tracer and the profiler both see its ops
+        again = f(W.data, x.data)  # the program: plain NumPy, no ops to profile
+    assert TRACING.n == 0
+    for a, b, c in zip(tg._tree.tree_flatten(want)[0], tg._tree.tree_flatten(got)[0], tg._tree.tree_flatten(again)[0]):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+        np.testing.assert_allclose(c, a, rtol=1e-12)
+    assert {"matmul", "tanh"} <= {ev.name for ev in prof.events if ev.phase == "forward"}
