@@ -33,9 +33,20 @@ from . import (
     viz,
 )
 from ._tensor import Tensor, tensor
+from .convenience import (
+    elementwise_grad,
+    fixed_point,
+    flatten,
+    flatten_func,
+    grad_named,
+    hessian_vector_product,
+    make_hvp,
+    make_jvp,
+    make_vjp,
+    multigrad_dict,
+)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
-from .explorer import explore
 from .errors import (
     AnomalyError,
     CheckpointError,
@@ -47,6 +58,7 @@ from .errors import (
     TapeLeakWarning,
     TracingError,
 )
+from .explorer import explore
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .profiler import profile
@@ -125,6 +137,16 @@ __all__ = [
     "jacobian",
     "hessian",
     "hvp",
+    "elementwise_grad",
+    "grad_named",
+    "multigrad_dict",
+    "make_vjp",
+    "make_jvp",
+    "make_hvp",
+    "hessian_vector_product",
+    "flatten",
+    "flatten_func",
+    "fixed_point",
     "custom_op",
     "CustomOp",
     "abs",

@@ -11,13 +11,12 @@ this module imports nothing of the engine.
 
 from __future__ import annotations
 
-import operator
 import sys
 
 import numpy as np
 
 from ._html import STYLE, array_html, esc
-from ._state import TRACING, concrete, is_recording, mark_modified, numpy_conversion, version_of, warn_escape
+from ._state import TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
@@ -251,19 +250,7 @@ class Tensor:
 
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 
-    # In-place operators change the data where it is (other references see it) and mark its memory changed.
-    # They are not differentiable: inside record() on a tensor that needs a gradient, write x = x + y.
-    def __iadd__(self, other):
-        return _inplace(self, other, np.add, operator.iadd, "+=")
-
-    def __isub__(self, other):
-        return _inplace(self, other, np.subtract, operator.isub, "-=")
-
-    def __imul__(self, other):
-        return _inplace(self, other, np.multiply, operator.imul, "*=")
-
-    def __itruediv__(self, other):
-        return _inplace(self, other, np.divide, operator.itruediv, "/=")
+    # Augmented assignment (x += y) is a row of tensor_methods' table: in place, or out of place inside record().
 
 
 def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = None) -> Tensor:
@@ -326,14 +313,12 @@ def _what(data) -> str:
     return "None" if data is None else f"an object of type {type(data).__name__}"
 
 
-def _inplace(t, other, ufunc, inplace_operator, symbol):
+def update_in_place(t, other, ufunc, inplace_operator, symbol):
+    """``t <symbol> other`` written into ``t``'s memory (other references see it), marked changed so that a tape
+    that saved the array finds out. ``tensor_methods`` decides when an augmented assignment is this and when
+    it records a new value instead."""
     if TRACING.n:
         concrete(t._data, f"in-place {symbol}")
-    if is_recording() and (t.requires_grad or t._node is not None):
-        raise RuntimeError(
-            f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "
-            f"the tape may need. Write x = x {symbol[0]} y, or update it outside the block"
-        )
     other = other._data if isinstance(other, Tensor) else other
     data = t._data
     if data.__class__ is np.ndarray:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._scope import Scope, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
+from ._scope import Scope, argnums_of, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
 from ._state import is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
@@ -43,7 +43,12 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
 
 
 def value_and_grad(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
 ) -> Callable:
     """A function returning ``(f(*args), grad(f)(*args))`` with one forward and one reverse pass.
 
@@ -57,7 +62,7 @@ def value_and_grad(
     >>> value, g
     (array(5.), array([2., 4.]))
     """
-    nums, many = parse_argnums(argnums, "grad")
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "grad"), "grad")
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
@@ -84,12 +89,20 @@ def value_and_grad(
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
+) -> Callable:
     """The gradient of a scalar function, as a function of the same arguments.
 
     ``argnums`` picks the argument (or a tuple of arguments, giving a tuple of gradients); each gradient has
     its argument's structure. With ``has_aux=True``, ``f`` returns ``(output, aux)`` and so does the result,
-    as ``(gradient, aux)``. ``holomorphic=True``: see :func:`value_and_grad`.
+    as ``(gradient, aux)``. ``holomorphic=True``: see :func:`value_and_grad`. ``argnum=`` is autograd's
+    spelling of ``argnums=`` (every transform that takes ``argnums`` takes it).
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.grad(lambda x: x ** 3)(2.0)
@@ -100,7 +113,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, h
     >>> g["w"], g["b"]
     (array([3., 4.]), array(2.))
     """
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
+    vg = value_and_grad(f, argnums_of(argnums, argnum, "grad"), has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -160,7 +173,13 @@ def _columns(t, live, xs, recording):
 
 
 def jacobian(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, mode: str = "auto", holomorphic: bool = False
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    mode: str = "auto",
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
 ) -> Callable:
     """The Jacobian of ``f``: for an output of shape ``(m...)`` and an argument of shape ``(n...)``, ``(m..., n...)``.
 
@@ -179,7 +198,7 @@ def jacobian(
            [3., 4.],
            [5., 6.]])
     """
-    nums, many = parse_argnums(argnums, "jacobian")
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "jacobian"), "jacobian")
     if mode not in ("auto", "rev", "fwd"):
         raise ValueError(f"jacobian: mode must be 'auto', 'rev' or 'fwd', got {mode!r}")
 
@@ -210,7 +229,9 @@ def jacobian(
     return jacobian_f
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
+def hessian(
+    f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False, *, argnum: int | None = None
+) -> Callable:
     """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse); ``holomorphic=True``
     for a holomorphic ``f`` of complex arguments.
 
@@ -220,6 +241,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = F
     array([[2., 2.],
            [2., 6.]])
     """
+    argnums = argnums_of(argnums, argnum, "hessian")
     return jacobian(jacobian(f, argnums, holomorphic=holomorphic), argnums, holomorphic=holomorphic)
 
 

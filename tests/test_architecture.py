@@ -42,6 +42,7 @@ LAYERS = {
     "tapegrad._scope": 9,  # transforms and testing, on top of tapes
     "tapegrad.transforms": 9,
     "tapegrad.testing": 9,
+    "tapegrad.convenience": 9,
     "tapegrad.strategies": 9,
     "tapegrad.compile": 9,
     "tapegrad.explorer": 9,  # tg.explore: a tape and its replay as a page, compiled programs beside them
