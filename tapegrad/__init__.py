@@ -61,6 +61,7 @@ from .errors import (
 from .explorer import explore
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
+from .profiler import profile
 from .recompute import checkpoint
 from .registry import NONDIFF, REGISTRY, defnondiff, defop
 from .serialization import load, save
@@ -101,6 +102,7 @@ __all__ = [
     "InPlaceModificationError",
     "TapeBudgetError",
     "checkpoint",
+    "profile",
     "compile",
     "TracingError",
     "random",

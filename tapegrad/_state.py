@@ -50,6 +50,7 @@ __all__ = [
     "numpy_conversion",
     "TRACING",
     "TRACER",
+    "PROBE",
     "tracer",
     "is_traced",
     "concrete",
@@ -105,16 +106,26 @@ def current():
 
 # -- tracing (tapegrad.compile) ----------------------------------------------------------------------------
 class _Tracing:
-    """``TRACING.n``: the traces in progress, in every context (the check ops make before anything else)."""
+    """``TRACING.n``: the traces and profiles in progress, in every context (the check ops make before anything
+    else): while it is 0, an op pays one attribute read for the tracer and the probe together."""
 
-    __slots__ = ("n",)
+    __slots__ = ("n", "_lock")
 
     def __init__(self):
         self.n = 0
+        self._lock = threading.Lock()
+
+    def add(self, k: int) -> None:
+        """Count ``k`` more traces or profiles in progress (negative: fewer), atomically across threads."""
+        with self._lock:
+            self.n += k
 
 
 TRACING = _Tracing()
 TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context's tracer while it traces
+# This context's op probe while it is profiled (tapegrad.profiler): ``probe.start(op)`` before an op's forward,
+# ``probe.stop(op, datas, params, out)`` after it; it counts in TRACING.n while it is set.
+PROBE: ContextVar = ContextVar("tapegrad_probe", default=None)
 
 
 def tracer():

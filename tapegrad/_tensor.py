@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from ._html import STYLE, array_html, esc
 from ._state import TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
@@ -224,6 +225,28 @@ class Tensor:
         if self._data.dtype not in (np.float64, np.int64, np.bool_):
             extra = f", dtype={self._data.dtype}" + extra
         return f"Tensor({body}{extra})"
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: shape, dtype, whether it needs a gradient or was recorded, its values (every
+        one when small, else statistics and a summary) and its gradient's, in HTML.
+
+        >>> import tapegrad as tg
+        >>> html = tg.Tensor([1.0, float("nan")], requires_grad=True)._repr_html_()
+        >>> "requires_grad" in html, '<span class="bad">nan</span>' in html
+        (True, True)
+        """
+        if TRACING.n:
+            concrete(self._data, "displaying t")
+        d = self._data
+        flags = [f for f, on in (("requires_grad", self.requires_grad), ("recorded", self._node is not None)) if on]
+        head = f"<b>Tensor</b> {esc(tuple(d.shape))} {esc(str(d.dtype).rsplit('.', 1)[-1])}"
+        head += "".join(f" &middot; {f}" for f in flags) + (f" &middot; name {esc(self.name)}" if self.name else "")
+        if d.__class__ is not np.ndarray:  # another library: its own repr says where the data is
+            return f"{STYLE}<div>{head}</div><pre>{esc(repr(d))}</pre>"
+        out = f"{STYLE}<div>{head}</div>{array_html(d)}"
+        if self.grad is not None and self.grad.__class__ is np.ndarray:
+            out += f"<div>grad</div>{array_html(self.grad)}"
+        return out
 
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 

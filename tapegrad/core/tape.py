@@ -53,6 +53,9 @@ never by reaching into its attributes:
   entries is collected.
 - **Reading**: ``tape.live_entries()`` gives ``(position, entry)`` pairs in execution order; ``tape.entries``
   gives :class:`~tapegrad.core.node.EntryView` objects with named fields.
+- **The op probe** (profiling): while a context is profiled, ``tapegrad._state.PROBE`` holds its probe, counted in
+  ``TRACING.n``; ``apply`` and ``apply_nondiff`` call ``probe.start(op)`` before an op's forward and
+  ``probe.stop(op, datas, params, out)`` after it (an op that raised never reaches ``stop``).
 - **The differentiable rules slot**: :func:`tapegrad.core.replay.set_differentiable_rules`, filled by the ops.
 - **The tracer** (compiled tapes): while a function is traced, ``tapegrad._state.TRACER`` holds this context's
   tracer. ``apply`` and ``apply_nondiff`` report every op to ``tracer.op(op, inputs, params, out)``; a recorded
