@@ -52,7 +52,7 @@ from .registry import NONDIFF, REGISTRY, defnondiff, defop
 from .serialization import load, save
 from .tape import Tape, record, stop_recording
 from .testing import gradcheck, gradgradcheck
-from .transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from .transforms import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, value_and_grad, vjp
 
 del tensor_methods  # imported for its effect: Tensor's operators and methods are bound
 
@@ -117,6 +117,9 @@ __all__ = [
     "vjp",
     "jvp",
     "jacobian",
+    "jacfwd",
+    "jacrev",
+    "linearize",
     "hessian",
     "hvp",
     "custom_op",

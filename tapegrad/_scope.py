@@ -11,17 +11,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._state import is_recording
+from ._state import FORWARD, is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
 from .core import keep_pending
+from .forward import has_tangent
 from .registry import defop
 from .tape import Tape, record
 
 # A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
 # of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.
-functional_input = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False, view=True)
+functional_input = defop(
+    "functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False, view=True, linear=True
+)
+
+
+def keeps_tensors() -> bool:
+    """Whether results stay tensors: an outer tape records, or a forward-mode level is open (their tangents)."""
+    return is_recording() or bool(FORWARD.get())
 
 
 class Scope:
@@ -97,8 +105,11 @@ def _as_tensor(leaf, what, nested):
                 f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
                 "pass floating-point data, e.g. x.astype(np.float64)"
             )
-        if nested and (leaf._node is not None or leaf.requires_grad):
-            return functional_input(leaf)
+        if (nested and (leaf._node is not None or leaf.requires_grad)) or has_tangent(leaf):
+            t = functional_input(leaf)  # its tangents (forward mode) come along
+            if t._node is None:
+                t.requires_grad = True  # a leaf of this tape that only forward mode knew
+            return t
         data = leaf._data
     else:
         data = np.asarray(leaf)
@@ -118,7 +129,7 @@ def run(t, f, args, kwargs, nums, what):
         leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
         specs.append((spec, len(leaves)))
         flat.extend(leaves)
-    nested = is_recording()
+    nested = keeps_tensors()
     with t:
         xs = [_as_tensor(leaf, what, nested) for leaf in flat]
         k = 0

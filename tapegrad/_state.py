@@ -49,6 +49,7 @@ __all__ = [
     "numpy_conversion",
     "TRACING",
     "TRACER",
+    "FORWARD",
     "tracer",
     "is_traced",
     "concrete",
@@ -110,6 +111,9 @@ class _Tracing:
 
 TRACING = _Tracing()
 TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context's tracer while it traces
+# Forward mode (tapegrad.forward): the levels whose tangents ops propagate in this context, innermost last. While a
+# level is open TRACING.n counts it, so that every op reaches apply's report (tangents are computed there).
+FORWARD: ContextVar[tuple] = ContextVar("tapegrad_forward", default=())
 
 
 def tracer():

@@ -41,7 +41,7 @@ class Tensor:
 
     __module__ = "tapegrad"  # its public name: pickles, reprs and docs say tapegrad.Tensor
 
-    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
+    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "_tangents", "__weakref__")
 
     # NumPy's protocols (__array_ufunc__, __array_function__) are rows of tensor_methods' table, implemented by
     # tapegrad.numpy: np.exp(x) and np.ones(3) + x are recorded. Until then NumPy defers to the reflected operators.

@@ -82,6 +82,13 @@ class Op:
       with no complex loop, declared for any other forward.
     - ``method``: a Tensor method of the same name as its public function, where NumPy's ndarray has none
       (``x.exp()``); a function named as an ndarray method is one without saying so.
+    - ``jvp``: its forward-mode rule, ``jvp(xp, tangents, ans, *inputs, **params)`` -> the output's tangent
+      (``tangents`` has one entry per input, None for an input without one; ``inputs`` are all the inputs), or
+      None where :mod:`tapegrad.forward` derives it: from the op itself for a ``linear`` op, from the VJP's
+      derivative for an ``elementwise`` one, by transposing the VJP for ``jvp="transpose"``.
+    - ``linear``: ``True`` for an op linear in its inputs together (``reshape``, ``sum``, ``concatenate``: the
+      tangent is the op of the tangents), ``"each"`` for one linear in each input apart (``matmul``,
+      ``einsum``: the tangent is the sum over inputs of the op with one input replaced by its tangent).
     - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
       as ``tg.sum``), ``module``: where its row is.
     """
@@ -107,6 +114,8 @@ class Op:
         "method",
         "function",
         "module",
+        "jvp",
+        "linear",
     )
 
     def __init__(
@@ -128,6 +137,8 @@ class Op:
         real_only=None,
         method=False,
         module=None,
+        jvp=None,
+        linear=None,
     ):
         self.name = name
         self.forward = forward
@@ -156,6 +167,12 @@ class Op:
         self.method = method
         self.function = None
         self.module = module
+        self.jvp = jvp
+        if linear not in (None, True, "each"):
+            raise ValueError(
+                f"defop {name!r}: linear= is True (linear in its inputs together) or 'each', got {linear!r}"
+            )
+        self.linear = linear
 
     @property
     def fresh(self) -> bool:
@@ -221,6 +238,8 @@ def defop(
     refuses=None,
     real_only=None,
     method=False,
+    jvp=None,
+    linear=None,
 ):
     """Register a differentiable op and return its public function.
 
@@ -230,7 +249,8 @@ def defop(
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
     ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
-    (see :class:`Op`); a ufunc forward needs none of them.
+    (see :class:`Op`); a ufunc forward needs none of them. ``jvp`` (a forward-mode rule, or ``"transpose"``) and
+    ``linear`` (``True`` or ``"each"``) say how forward mode computes the op's tangent (see :class:`Op`).
 
     On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
     function (``np.exp``) is replaced by that library's function of the same name, a forward with a
@@ -266,6 +286,7 @@ def defop(
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
+        jvp=jvp, linear=linear,
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)

@@ -31,15 +31,27 @@ from typing import Any
 
 import numpy as np
 
-from ._scope import Scope, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
-from ._state import is_recording
+from ._scope import (
+    Scope,
+    aux_out,
+    check_argnums,
+    connected,
+    finish,
+    functional_input,
+    keeps_tensors,
+    parse_argnums,
+    per_argument,
+    run,
+    split_aux,
+)
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
-from .backend import is_complex
+from .backend import is_complex, is_floating
 from .errors import TapeError
+from .forward import has_tangent, level, set_tangent, tangent_of
 from .ops import real, reshape, stack, transpose
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacobian", "jacfwd", "jacrev", "hessian", "hvp"]
 
 
 def value_and_grad(
@@ -76,7 +88,7 @@ def value_and_grad(
                 flat = t.gradient(out, xs, output_gradients=seed, unconnected="zero")
             else:
                 flat = [np.zeros_like(x._data) for x in xs]
-        recording = is_recording()
+        recording = keeps_tensors()
         value = finish(out, recording)
         grads = finish(per_argument(specs, flat, many), recording)
         return ((value, aux_out(aux, recording)) if has_aux else value), grads
@@ -190,7 +202,7 @@ def jacobian(
             out, aux = split_aux(res, has_aux, "jacobian")
             outs, ospec = tree_flatten(out, "jacobian: the output of f")
             _check_complex("jacobian", holomorphic, xs, outs)
-            recording = is_recording()
+            recording = keeps_tensors()
             live = [o for o in outs if connected(o) and o.size]
             m, n = sum(o.size for o in live), sum(x.size for x in xs)
             # Measured: a column costs about 1.25 rows, plus one recorded reverse pass (about 8 rows).
@@ -203,11 +215,23 @@ def jacobian(
                 else:
                     cols = [np.zeros(np.shape(o) + x.shape, dtype=x.dtype) for x in xs]
                 blocks.append(per_argument(specs, cols, many))
-        recording = is_recording()
+        recording = keeps_tensors()
         jac = finish(tree_unflatten(ospec, blocks), recording)
         return (jac, aux_out(aux, recording)) if has_aux else jac
 
     return jacobian_f
+
+
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by reverse mode, one row per output element (JAX's ``jacrev``):
+    ``jacobian(..., mode="rev")``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.jacrev(lambda x: x[:1] * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [2., 1.]])
+    """
+    return jacobian(f, argnums, has_aux, mode="rev", holomorphic=holomorphic)
 
 
 def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
@@ -257,7 +281,8 @@ def _operand(v, dtype=None):
 def hvp(f: Callable, x, v) -> Any:
     """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
 
-    Reverse over reverse: the gradient of ``<grad f(x), v>``, two reverse passes whatever the size of ``x``.
+    Forward over reverse: the tangent of ``grad f`` at ``x`` in the direction ``v``, one forward and one recorded
+    reverse pass with tangents (about two gradients), whatever the size of ``x``.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))   # 6 x * v
@@ -267,16 +292,7 @@ def hvp(f: Callable, x, v) -> Any:
     vleaves, vspec = tree_flatten(v, "hvp: v")
     if vspec != xspec or any(np.shape(a) != np.shape(b) for a, b in zip(xleaves, vleaves)):
         raise ValueError("hvp: v must have the structure and shapes of x")
-    g = grad(f)
-
-    def g_dot_v(x):
-        gleaves, _ = tree_flatten(g(x), "hvp")
-        total = 0.0
-        for gi, vi in zip(gleaves, vleaves):
-            total = total + _pairing(gi, _operand(vi))
-        return total
-
-    return grad(g_dot_v)(x)
+    return jvp(grad(f), (x,), (v,))[1]
 
 
 def _pairing(a, b):
@@ -297,40 +313,154 @@ def _tangent(t, x):
     return _operand(t, x.dtype)
 
 
+def _primal(leaf, what):
+    """What ``f`` gets for one primal leaf in forward mode: a tensor of its own (its tangent is put on it), still
+    connected to an outer tape or level that differentiates ``leaf``."""
+    if isinstance(leaf, Tensor):
+        if not is_floating(leaf._data):
+            raise TypeError(f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
+                            "pass floating-point data, e.g. x.astype(np.float64)")  # fmt: skip
+        if leaf._node is not None or leaf.requires_grad or has_tangent(leaf):
+            return functional_input(leaf)
+        return Tensor._wrap(leaf._data)
+    data = np.asarray(leaf)
+    return Tensor._wrap(data if data.dtype.kind in "fc" else data.astype(np.float64))
+
+
+def _check_tangents(what, primals, tangents):
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"{what}: primals and tangents must be tuples of arguments, e.g. {what}(f, (x,), (t,))")
+    pleaves, pspec = tree_flatten(tuple(primals), f"{what}: primals")
+    tleaves, tspec = tree_flatten(tuple(tangents), f"{what}: tangents")
+    if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
+        raise ValueError(
+            f"{what}: tangents must have the structure and shapes of primals (shapes "
+            f"{[np.shape(a) for a in pleaves]}), got shapes {[np.shape(b) for b in tleaves]}"
+        )
+    return pleaves, pspec, tleaves
+
+
+def _forward(f, pleaves, pspec, tleaves, what):
+    """``f`` on the primals with their tangents at a new level: ``(result, its leaves' tangents, spec)``."""
+    with level(what) as lv:
+        xs = [_primal(p, what) for p in pleaves]
+        for x, t in zip(xs, tleaves):
+            set_tangent(x, lv, _tangent(t, x))
+        res = f(*tree_unflatten(pspec, xs))
+        outs, ospec = tree_flatten(res, f"{what}: the output of f")
+        touts = []
+        for o in outs:
+            t = tangent_of(o, lv)
+            if t is None:
+                d = o._data if isinstance(o, Tensor) else np.asarray(o)
+                t = np.zeros(np.shape(d), dtype=d.dtype if is_floating(d) else np.float64)
+            touts.append(t)
+    return res, touts, ospec
+
+
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """Forward mode: ``(f(*primals), J t)`` for tangents ``t`` with the structure of ``primals``.
 
-    Computed by the double-VJP trick (see the module docstring): one forward and two reverse passes.
+    One forward pass, each op's tangent computed beside its value by the op's JVP rule (:mod:`tapegrad.forward`);
+    nothing is recorded. Inside another transform (``grad`` of ``jvp``, ``jvp`` of ``jvp``) the tangents are
+    themselves differentiable. Complex values follow tapegrad's convention (docs/guide/complex.md).
 
     >>> import numpy as np, tapegrad as tg
     >>> out, tangent = tg.jvp(lambda x: tg.sin(x) * 2.0, (np.array([0.0, np.pi]),), (np.array([1.0, 1.0]),))
     >>> tangent   # 2 cos(x) * t
     array([ 2., -2.])
     """
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples of arguments, e.g. jvp(f, (x,), (t,))")
-    pleaves, pspec = tree_flatten(tuple(primals), "jvp: primals")
-    tleaves, tspec = tree_flatten(tuple(tangents), "jvp: tangents")
-    if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
-        raise ValueError("jvp: tangents must have the structure and shapes of primals")
-    with Scope() as inner, Scope() as outer:
-        res, _, xs = run(inner, f, primals, {}, range(len(primals)), "jvp")
-        outs, ospec = tree_flatten(res, "jvp: the output of f")
-        live = [o for o in outs if connected(o)]
-        with outer:
-            us = [Tensor(np.zeros(o.shape, dtype=o.dtype)) for o in live]
-            outer.watch(*us)
-            s = 0.0
-            if live:
-                # J^T u, recorded on `outer` as a function of u; its VJP with the tangent t is J t.
-                vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
-                for gi, ti, x in zip(vjps, tleaves, xs):
-                    s = s + _pairing(gi, _tangent(ti, x))
-        jts = outer.gradient(s, us, unconnected="zero") if connected(s) else [np.zeros(u.shape) for u in us]
-    recording = is_recording()
-    it = iter(jts)
-    touts = [next(it) if connected(o) else np.zeros(np.shape(o)) for o in outs]
+    pleaves, pspec, tleaves = _check_tangents("jvp", primals, tangents)
+    res, touts, ospec = _forward(f, pleaves, pspec, tleaves, "jvp")
+    recording = keeps_tensors()
     return finish(res, recording), finish(tree_unflatten(ospec, touts), recording)
+
+
+def linearize(f: Callable, *primals) -> tuple:
+    """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is ``J t`` at ``primals`` (JAX's ``linearize``).
+
+    ``f_jvp`` runs forward mode at the primals again for each call (tapegrad keeps no linearized program), so
+    it costs one :func:`jvp`; the value is computed once.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> y, f_jvp = tg.linearize(tg.exp, np.array([0.0, 1.0]))
+    >>> f_jvp(np.array([1.0, 1.0]))
+    array([1.        , 2.71828183])
+    """
+    if not primals:
+        raise TypeError("linearize: give the primals, e.g. linearize(f, x)")
+    value = f(*[_primal(p, "linearize") if isinstance(p, Tensor) else p for p in primals])
+    recording = keeps_tensors()
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"linearize: f_jvp takes {len(primals)} tangent(s), one per primal; got {len(tangents)}")
+        return jvp(f, primals, tangents)[1]
+
+    return finish(value, recording), f_jvp
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``f`` by forward mode: one tangent pass per input element (JAX's ``jacfwd``); arrays of
+    shape ``out.shape + arg.shape``, for real and complex ``f`` (the columns are ``J e_k``).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    nums, many = parse_argnums(argnums, "jacfwd")
+
+    @functools.wraps(f)
+    def jacfwd_f(*args, **kwargs):
+        args = list(args)
+        nums_ = check_argnums(nums, len(args), "jacfwd")
+        specs, flat = [], []
+        for i in nums_:
+            leaves, spec = tree_flatten(args[i], f"jacfwd: argument {i}")
+            specs.append((spec, len(leaves)))
+            flat.extend(leaves)
+        flat = [x if isinstance(x, Tensor) else np.asarray(x, dtype=np.result_type(np.asarray(x), np.float64))
+                for x in flat]  # fmt: skip
+        aux_box = []
+
+        def g(*leaves):
+            k = 0
+            for i, (spec, n) in zip(nums_, specs):
+                args[i] = tree_unflatten(spec, list(leaves[k : k + n]))
+                k += n
+            res = f(*args, **kwargs)
+            out, aux = split_aux(res, has_aux, "jacfwd")
+            if not aux_box:
+                aux_box.append(aux)
+            return out
+
+        recording = keeps_tensors()
+        columns, ospec, outs = [], None, None
+        for j, x in enumerate(flat):
+            shape = np.shape(x._data if isinstance(x, Tensor) else x)
+            dtype = (x._data if isinstance(x, Tensor) else x).dtype
+            cols = []
+            for k in range(math.prod(shape)):
+                ts = [np.zeros(np.shape(y._data if isinstance(y, Tensor) else y), dtype) for y in flat]
+                ts[j] = _onehot(k, ts[j])
+                res, touts, ospec = _forward(g, flat, tree_flatten(tuple(flat), "jacfwd")[1], ts, "jacfwd")
+                outs = tree_flatten(res, "jacfwd")[0]
+                cols.append(touts)
+            columns.append((shape, cols))
+        blocks = []
+        for i, o in enumerate(outs or []):
+            oshape = np.shape(o._data if isinstance(o, Tensor) else o)
+            per = []
+            for shape, cols in columns:
+                block = _stack([c[i] for c in cols], shape + oshape, recording, last=len(oshape)) if cols else (
+                    np.zeros(oshape + shape))  # fmt: skip
+                per.append(block)
+            blocks.append(per_argument(specs, per, many))
+        jac = finish(tree_unflatten(ospec, blocks), recording)
+        return (jac, aux_out(aux_box[0], recording)) if has_aux else jac
+
+    return jacfwd_f
 
 
 def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
@@ -371,10 +501,10 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
             flat = t.gradient([o for o, _ in pairs], xs, output_gradients=[c for _, c in pairs], unconnected="zero")
         else:
             flat = [np.zeros_like(x._data) for x in xs]
-        return finish(per_argument(specs, flat, True), is_recording())
+        return finish(per_argument(specs, flat, True), keeps_tensors())
 
     vjp_fn.release = t.release
     weakref.finalize(vjp_fn, t.release)
-    recording = is_recording()
+    recording = keeps_tensors()
     value = finish(out, recording)
     return (value, vjp_fn, aux_out(aux, recording)) if has_aux else (value, vjp_fn)

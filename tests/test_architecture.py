@@ -39,6 +39,7 @@ LAYERS = {
     "tapegrad.tape": 8,  # the tape users meet: record(), Tape with its views
     "tapegrad._scope": 9,  # transforms and testing, on top of tapes
     "tapegrad.transforms": 9,
+    "tapegrad.forward": 9,  # forward mode: tangents alongside the forward, one rule per op
     "tapegrad.testing": 9,
     "tapegrad.strategies": 9,
     "tapegrad.compile": 9,

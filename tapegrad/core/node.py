@@ -44,7 +44,9 @@ MASK = 7  # bit i set: input i needs a gradient
 class Node:
     """The identity of one recorded value: the key its cotangent lives under during replay."""
 
-    __slots__ = ("tape", "hooks", "keep", "__weakref__")  # keep: the tape a create_graph gradient keeps alive
+    # keep: the tape a create_graph gradient keeps alive; _tangents: the value's tangents in forward mode (by level),
+    # here so that the tensors a recorded replay wraps around the saved values carry them too
+    __slots__ = ("tape", "hooks", "keep", "_tangents", "__weakref__")
 
 
 class TapeRef(weakref.ref):

@@ -16,14 +16,14 @@ from types import MappingProxyType
 import numpy as np
 
 from .._shapes import Shape
-from .._state import ACTIVE, CLOCK, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, CLOCK, FORWARD, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
-__all__ = ["apply", "function_of", "apply_nondiff", "saved_values"]
+__all__ = ["apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules"]
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
@@ -32,6 +32,14 @@ _get_watched = WATCHED.get
 _NOTHING = frozenset()
 _NO_PARAMS = MappingProxyType({})  # the parameters of an op called without any (shared, so read-only)
 _MISSING = object()  # an argument not given
+_TANGENTS = [None]  # the slot for forward mode: fn(levels, op, args, params, out), filled by tapegrad.forward
+
+
+def set_tangent_rules(fn) -> None:
+    """Give the engine forward mode's step: ``fn(levels, op, args, params, out)``, called for every differentiable
+    op while a forward-mode level is open in this context (``_state.FORWARD``), sets ``out``'s tangents.
+    :mod:`tapegrad.forward` fills it on import; the engine never imports it."""
+    _TANGENTS[0] = fn
 
 
 def apply(op, args, params):
@@ -54,6 +62,9 @@ def apply(op, args, params):
         t.requires_grad = False
         t._node = None
     if TRACING.n:
+        levels = FORWARD.get()
+        if levels:
+            _TANGENTS[0](levels, op, args, params, t)
         _trace(op, datas, params, t)
     return t
 

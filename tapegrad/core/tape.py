@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import itertools
 
-from .._state import ACTIVE, ENDED_INSIDE, PENDING, WATCHED, live_tapes
+from .._state import ACTIVE, ENDED_INSIDE, FORWARD, PENDING, WATCHED, live_tapes
 from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
@@ -299,7 +299,9 @@ class BaseTape:
         )
         if len(gflat) != len(tflat):
             raise ValueError("gradient(): output_gradients must match target in structure")
-        create_graph = bool(ACTIVE.get())  # run while an outer tape records: differentiable again
+        # Run while an outer tape records, or inside forward mode (whose tangents must follow the rules through
+        # ops): differentiable again.
+        create_graph = bool(ACTIVE.get()) or bool(FORWARD.get())
         roots = [(key_of(t), seed(t, g, "gradient", differentiable=create_graph)) for t, g in zip(tflat, gflat)]
         wanted = {}
         for s in flat:
