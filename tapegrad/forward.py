@@ -237,6 +237,9 @@ def _elementwise(op):
 def _transposed(op):
     def rule(xp, tangents, ans, *inputs, **params):
         a = _data(ans)
+        # a recorded rule reads its saved values as tensors (constants here, unless outer levels or tapes know them)
+        inputs = [Tensor._wrap(x) if isinstance(x, np.ndarray) else x for x in inputs]
+        ans = ans if isinstance(ans, Tensor) else Tensor._wrap(a)
         with record() as tape:
             u = Tensor(np.zeros(a.shape, a.dtype))
             tape.watch(u)
