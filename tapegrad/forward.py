@@ -49,12 +49,15 @@ RULES: dict[Op, object] = {}  # the forward-mode rule of each op (declared or de
 
 
 class Level:
-    """One forward-mode level: the key of its tangents on the tensors that carry one."""
+    """One forward-mode level: the key of its tangents on the tensors that carry one. ``outer``: whether a tape
+    recorded when it opened (one that may differentiate its tangents: ``grad`` of ``jvp``); a tape opened inside
+    the level (``jvp`` of ``grad``) differentiates values only, and their tangents come from its ops' rules."""
 
-    __slots__ = ("what", "__weakref__")
+    __slots__ = ("what", "outer", "__weakref__")
 
     def __init__(self, what):
         self.what = what
+        self.outer = bool(ACTIVE.get())
 
     def __repr__(self) -> str:
         return f"<forward level of {self.what}>"
@@ -206,19 +209,25 @@ def _data(v):
     return v._data if isinstance(v, Tensor) else v
 
 
+def _is_complex(v) -> bool:
+    d = v._data if isinstance(v, Tensor) else v
+    dtype = getattr(d, "dtype", None)
+    return dtype.kind == "c" if dtype is not None else isinstance(d, complex)
+
+
 def _elementwise(op):
     vjps = op.vjps
 
     def rule(xp, tangents, ans, *inputs, **params):
-        complex_out = is_complex(_data(ans))
+        complex_out = _is_complex(ans)
         total = None
         for i, t in enumerate(tangents):
             if t is None:
                 continue
-            complex_in = is_complex(np.asarray(_data(inputs[i]))) if not isinstance(inputs[i], complex) else True
+            complex_in = _is_complex(inputs[i])
             if not (complex_out or complex_in):
                 term = vjps[i](xp, t, ans, *inputs, **params)  # g f'(x): the diagonal Jacobian, its own transpose
-            elif not complex_out:  # a real function of z: 2 Re(a t), and the rule at g = 1 is 2 conj(a)... its pair
+            elif not complex_out:  # a real function of z: the rule at g = 1 is 2 conj(df/dz)... Re(rule(1) t)
                 r1 = vjps[i](xp, np.ones((), _data(ans).dtype), ans, *inputs, **params)
                 term = xp.real(r1 * t)
             else:  # rule(g) = g a + conj(g) conj(b): a and b from g = 1 and g = i; the tangent is a t + b conj(t)
@@ -270,9 +279,9 @@ def _transposed(op):
     return rule
 
 
-def _symbolic(levels_below, tangents, args) -> bool:
-    """Whether a rule computes on tensors: an outer level or a tape needs its ops, or a value is not NumPy's."""
-    if levels_below or ACTIVE.get():
+def _symbolic(lv, levels_below, tangents, args) -> bool:
+    """Whether a rule computes on tensors: an outer level or tape needs its ops, or a value is not NumPy's."""
+    if levels_below or lv.outer:
         return True
     for t in tangents:
         if isinstance(t, Tensor):
@@ -323,7 +332,7 @@ def _step(levels, op, args, params, out):
 def _propagate(levels, i, lv, op, args, params, out, tangents):
     rule = RULES.get(op) or rule_of(op)
     below = levels[:i]
-    symbolic = _symbolic(below, tangents, args)
+    symbolic = _symbolic(lv, below, tangents, args)
     if symbolic:
         xp, inputs, ans = tensor_rules, args, out
     else:
