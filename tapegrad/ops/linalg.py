@@ -143,8 +143,13 @@ def _solve_jvp(xp, ts, ans, a, b):
     ta, tb = ts  # x = A^{-1} b: dx = A^{-1} (db - dA x)
     if ta is None:
         return in_rule(xp, _solve_op)(a, tb)
-    dax = xp.squeeze(xp.matmul(ta, xp.expand_dims(ans, -1)), -1) if b.ndim == 1 else xp.matmul(ta, ans)
-    return in_rule(xp, _solve_op)(a, -dax if tb is None else tb - dax)
+    solve = in_rule(xp, _solve_op)
+    if b.ndim == 1:  # a vector b for each batch of A: the right-hand sides are a stack of vectors
+        rhs = -xp.matmul(ta, xp.expand_dims(ans, -1))
+        rhs = rhs if tb is None else rhs + xp.expand_dims(tb, -1)
+        return xp.squeeze(solve(a, rhs), -1)
+    dax = xp.matmul(ta, ans)
+    return solve(a, -dax if tb is None else tb - dax)
 
 
 def _inv_jvp(xp, ts, ans, a):

@@ -38,7 +38,15 @@ def _standardize_vjp(xp, g, ans, x, w, b, axis, eps):
 
 
 _standardize_op = defop(
-    "standardize", _standardize, _standardize_vjp, inputs=("x", "w", "b"), save="x w", broadcast=True, joint=True, jvp="transpose")
+    "standardize",
+    _standardize,
+    _standardize_vjp,
+    inputs=("x", "w", "b"),
+    save="x w",
+    broadcast=True,
+    joint=True,
+    jvp="transpose",
+)
 
 
 def standardize(x, weight=None, bias=None, axis=-1, eps=1e-5):
