@@ -29,6 +29,23 @@ def _standardize_scale(arrays, kwargs):
     return np.abs(w) * (1 + (np.abs(x) + np.abs(mean)) / std) + np.abs(b)
 
 
+def _standardize_gradient_scale(arrays, kwargs, cotangent):
+    """What the rule's float32 error is relative to, per input: x's gradient subtracts means of ``g w`` and of
+    ``g w x_hat`` (each carrying the centring's lost digits, divided by std once more); w's and b's sum ``g x_hat``
+    and ``g`` over the positions their broadcast repeats them."""
+    x, w, b = (np.asarray(a, np.float64) for a in arrays)
+    axis = kwargs.get("axis", -1)
+    mean, std = x.mean(axis=axis, keepdims=True), x.std(axis=axis, keepdims=True)
+    lost = 1 + (np.abs(x) + np.abs(mean)) / std
+    x_hat = (x - mean) / std
+    g = float(np.max(np.abs(cotangent), initial=0.0))
+    return (
+        g * max(1.0, float(np.max(np.abs(w), initial=0.0))) * float(np.max(lost * (1 + x_hat**2) / std)),
+        g * float(np.max(lost)) * x.size / max(w.size, 1),
+        g * x.size / max(b.size, 1),
+    )
+
+
 def _count(shape, axis):
     return int(np.prod([shape[a] for a in axis], dtype=np.int64))
 
@@ -59,5 +76,6 @@ ROWS = (
         ),
         draw=_standardize_draw,
         value_scale=_standardize_scale,
+        gradient_scale=_standardize_gradient_scale,
     ),
 )

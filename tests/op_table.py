@@ -50,6 +50,9 @@ class OpCase:
     # digits (standardize subtracts the mean: its error is a few ulps of |w| (|x| + |mean|) / std, not of the
     # output); the property tests then allow 4 ulps of it beside their tolerance. None: the output's magnitude.
     value_scale: Callable | None = None
+    # (arrays, kwargs, cotangent) -> one number per input: what float32's rounding error in that input's gradient
+    # is relative to, where the rule cancels digits; the float32-against-float64 check allows 4 ulps of it.
+    gradient_scale: Callable | None = None
 
     def __post_init__(self):
         op = op_of(self)
