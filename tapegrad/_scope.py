@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._state import FORWARD, is_recording
+from ._state import BATCH, FORWARD, is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
@@ -23,13 +23,20 @@ from .tape import Tape, record
 # A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
 # of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.
 functional_input = defop(
-    "functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False, view=True, linear=True
+    "functional_input",
+    lambda x: x.view(),
+    lambda xp, g, ans, x: g,
+    register=False,
+    view=True,
+    linear=True,
+    batch="leading",
 )
 
 
 def keeps_tensors() -> bool:
-    """Whether results stay tensors: an outer tape records, or a forward-mode level is open (their tangents)."""
-    return is_recording() or bool(FORWARD.get())
+    """Whether results stay tensors: an outer tape records, or a forward-mode level (their tangents) or a vmap
+    level (their batch) is open."""
+    return is_recording() or bool(FORWARD.get()) or bool(BATCH.get())
 
 
 class Scope:

@@ -50,6 +50,7 @@ __all__ = [
     "TRACING",
     "TRACER",
     "FORWARD",
+    "BATCH",
     "tracer",
     "is_traced",
     "concrete",
@@ -114,6 +115,8 @@ TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context
 # Forward mode (tapegrad.forward): the levels whose tangents ops propagate in this context, innermost last. While a
 # level is open TRACING.n counts it, so that every op reaches apply's report (tangents are computed there).
 FORWARD: ContextVar[tuple] = ContextVar("tapegrad_forward", default=())
+# vmap (tapegrad.batching): the batch levels open in this context, outermost first; TRACING.n counts them too.
+BATCH: ContextVar[tuple] = ContextVar("tapegrad_batch", default=())
 
 
 def tracer():

@@ -33,12 +33,14 @@ import contextlib
 
 import numpy as np
 
+from ._batched import Batched
 from ._shapes import unbroadcast
 from ._state import ACTIVE, FORWARD, TRACING
 from ._tensor import Tensor
 from .backend import is_complex
 from .backend.numpy_rules import numpy_rules
 from .core.record import apply, set_tangent_rules
+from .core.tape import stop_recording
 from .ops import tensor_rules
 from .registry import Op
 from .tape import record
@@ -175,8 +177,7 @@ def call(xp, op, inputs, params):
 
 
 def _zeros(x):
-    d = x._data if isinstance(x, Tensor) else x
-    return np.zeros(np.shape(d), dtype=getattr(d, "dtype", np.float64))
+    return np.zeros(np.shape(x), dtype=getattr(x, "dtype", np.float64))
 
 
 def _linear(op):
@@ -287,6 +288,8 @@ def _symbolic(lv, levels_below, tangents, args) -> bool:
         if isinstance(t, Tensor):
             return True
     for a in args:
+        if a.__class__ is Batched:  # vmap's: its ops go through the batching rules
+            return True
         d = a._data if isinstance(a, Tensor) else a
         if isinstance(d, np.ndarray):
             if d.__class__ is not np.ndarray:
@@ -306,11 +309,11 @@ def _fit(t, out, symbolic):
         return t if t.shape == o.shape else np.broadcast_to(t, o.shape)
     if not isinstance(t, Tensor):
         t = Tensor._wrap(np.asarray(t))
-    if t.dtype != o.dtype:
+    if t.dtype != out.dtype:
         t = tensor_rules.real(t) if is_complex(t._data) and not is_complex(o) else t
-        if t.dtype != o.dtype:
-            t = tensor_rules.astype(t, o.dtype)
-    return t if t.shape == o.shape else tensor_rules.broadcast_to(t, o.shape)
+        if t.dtype != out.dtype:
+            t = tensor_rules.astype(t, out.dtype)
+    return t if t.shape == out.shape else tensor_rules.broadcast_to(t, out.shape)
 
 
 def _step(levels, op, args, params, out):
@@ -340,7 +343,13 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
         inputs = [a._data if isinstance(a, Tensor) else a for a in args]
     token = FORWARD.set(below)  # the rule's own ops are this level's computation: only outer levels see them
     try:
-        t = rule(xp, tuple(tangents), ans, *inputs, **params)
+        if symbolic and not (below or lv.outer) and ACTIVE.get():
+            # tensors (vmap's, or a tangent given as one), but no tape outside the level differentiates them:
+            # the tapes opened inside it differentiate values only, so the rule records nothing
+            with stop_recording():
+                t = rule(xp, tuple(tangents), ans, *inputs, **params)
+        else:
+            t = rule(xp, tuple(tangents), ans, *inputs, **params)
     finally:
         FORWARD.reset(token)
     if t is not None:

@@ -89,6 +89,10 @@ class Op:
     - ``linear``: ``True`` for an op linear in its inputs together (``reshape``, ``sum``, ``concatenate``: the
       tangent is the op of the tangents), ``"each"`` for one linear in each input apart (``matmul``,
       ``einsum``: the tangent is the sum over inputs of the op with one input replaced by its tangent).
+    - ``batch``: how ``vmap`` runs it on a batch: a rule ``batch(k, datas, batched, params)`` (``k`` leading batch
+      axes on each batched input), ``"axis"`` (its ``axis`` parameter names input axes: shifted past the batch
+      axes), ``"leading"`` (its forward broadcasts over leading axes, as NumPy's linear algebra does), or None:
+      derived for an elementwise op (see :mod:`tapegrad.batching`).
     - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
       as ``tg.sum``), ``module``: where its row is.
     """
@@ -116,6 +120,7 @@ class Op:
         "module",
         "jvp",
         "linear",
+        "batch",
     )
 
     def __init__(
@@ -139,6 +144,7 @@ class Op:
         module=None,
         jvp=None,
         linear=None,
+        batch=None,
     ):
         self.name = name
         self.forward = forward
@@ -173,6 +179,7 @@ class Op:
                 f"defop {name!r}: linear= is True (linear in its inputs together) or 'each', got {linear!r}"
             )
         self.linear = linear
+        self.batch = batch
 
     @property
     def fresh(self) -> bool:
@@ -240,6 +247,7 @@ def defop(
     method=False,
     jvp=None,
     linear=None,
+    batch=None,
 ):
     """Register a differentiable op and return its public function.
 
@@ -286,7 +294,7 @@ def defop(
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
-        jvp=jvp, linear=linear,
+        jvp=jvp, linear=linear, batch=batch,
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)
@@ -298,11 +306,20 @@ def defop(
     return _public(function_of(op), op, name, doc, module)
 
 
-def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False):
+def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False, batch=None):
     """Register an op whose result has no gradient (comparisons, argmax): it is never recorded."""
     module = _caller_module()
     op = Op(
-        name, forward, (), doc=doc, elementwise=elementwise, view=view, refuses=refuses, method=method, module=module
+        name,
+        forward,
+        (),
+        doc=doc,
+        elementwise=elementwise,
+        view=view,
+        refuses=refuses,
+        method=method,
+        module=module,
+        batch=batch,
     )
     NONDIFF[name] = op
 

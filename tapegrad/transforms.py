@@ -47,6 +47,7 @@ from ._scope import (
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_complex, is_floating
+from .batching import vmap
 from .errors import TapeError
 from .forward import has_tangent, level, set_tangent, tangent_of
 from .ops import real, reshape, stack, transpose
@@ -176,13 +177,12 @@ def jacobian(
 ) -> Callable:
     """The Jacobian of ``f``: for an output of shape ``(m...)`` and an argument of shape ``(n...)``, ``(m..., n...)``.
 
-    ``mode="rev"`` replays the recorded forward pass once per output element (rows). ``mode="fwd"`` records
-    ``u -> J^T u`` once, a second reverse pass, and replays that once per input element (columns, the
-    double-VJP trick of :func:`jvp`). ``"auto"`` (the default) takes columns for a tall Jacobian, when its
-    ``m`` output elements and ``n`` input elements have ``m > 1.25 n + 8`` (from measured costs). Rows and
-    columns are computed one at a time: a rule takes a cotangent in its output's shape, so a batch of them
-    would need every rule to broadcast over a leading axis. ``f``'s outputs are real; ``holomorphic=True`` gives
-    the complex Jacobian ``∂f_i/∂z_j`` of a holomorphic ``f`` of complex arguments (JAX's semantics).
+    ``mode="fwd"`` is :func:`jacfwd`: ``vmap`` of :func:`jvp` over the input's basis, every column in one batched
+    forward pass. ``mode="rev"`` replays the recorded forward pass once per output element (rows, :func:`jacrev`).
+    ``"auto"`` (the default) takes the batched columns unless ``f`` has at most two output elements (a gradient's
+    rows are cheaper then). ``f``'s outputs are real; ``holomorphic=True`` gives the complex Jacobian
+    ``∂f_i/∂z_j`` of a holomorphic ``f`` of complex arguments (JAX's semantics), by rows or, for ``mode="fwd"``
+    or a tall Jacobian, by the double-VJP columns.
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -197,6 +197,7 @@ def jacobian(
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
+        batched = False
         with Scope(persistent=True) as t:
             res, specs, xs = run(t, f, args, kwargs, nums, "jacobian")
             out, aux = split_aux(res, has_aux, "jacobian")
@@ -205,16 +206,20 @@ def jacobian(
             recording = keeps_tensors()
             live = [o for o in outs if connected(o) and o.size]
             m, n = sum(o.size for o in live), sum(x.size for x in xs)
+            # every column in one batched forward pass (jacfwd), once this scope is closed
+            batched = not holomorphic and (mode == "fwd" or (mode == "auto" and m > 2))
             # Measured: a column costs about 1.25 rows, plus one recorded reverse pass (about 8 rows).
             columns = mode == "fwd" or (mode == "auto" and 4 * m > 5 * n + 32)
-            computed = iter((_columns if columns else _rows)(t, live, xs, recording) if live else [])
+            computed = iter((_columns if columns else _rows)(t, live, xs, recording) if live and not batched else [])
             blocks = []
-            for o in outs:
+            for o in outs if not batched else ():
                 if connected(o) and o.size:
                     cols = next(computed)
                 else:
                     cols = [np.zeros(np.shape(o) + x.shape, dtype=x.dtype) for x in xs]
                 blocks.append(per_argument(specs, cols, many))
+        if batched:
+            return jacfwd(f, argnums, has_aux)(*args, **kwargs)
         recording = keeps_tensors()
         jac = finish(tree_unflatten(ospec, blocks), recording)
         return (jac, aux_out(aux, recording)) if has_aux else jac
@@ -235,8 +240,8 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse); ``holomorphic=True``
-    for a holomorphic ``f`` of complex arguments.
+    """The Hessian of a scalar ``f``: forward over reverse, ``jacfwd(jacrev(f))`` (JAX's), every column of it in
+    one batched pass; ``holomorphic=True`` for a holomorphic ``f`` of complex arguments (reverse over reverse).
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
@@ -244,7 +249,9 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = F
     array([[2., 2.],
            [2., 6.]])
     """
-    return jacobian(jacobian(f, argnums, holomorphic=holomorphic), argnums, holomorphic=holomorphic)
+    if holomorphic:  # complex Jacobians of a holomorphic f: reverse over reverse, as before
+        return jacobian(jacobian(f, argnums, holomorphic=True), argnums, holomorphic=True)
+    return jacfwd(jacrev(f, argnums), argnums)
 
 
 def _check_complex(what, holomorphic, xs, outs) -> None:
@@ -345,7 +352,8 @@ def _forward(f, pleaves, pspec, tleaves, what):
     with level(what) as lv:
         xs = [_primal(p, what) for p in pleaves]
         for x, t in zip(xs, tleaves):
-            set_tangent(x, lv, _tangent(t, x))
+            if t is not None:  # None: a zero tangent (jacfwd's other arguments)
+                set_tangent(x, lv, _tangent(t, x))
         res = f(*tree_unflatten(pspec, xs))
         outs, ospec = tree_flatten(res, f"{what}: the output of f")
         touts = []
@@ -401,8 +409,8 @@ def linearize(f: Callable, *primals) -> tuple:
 
 
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-    """The Jacobian of ``f`` by forward mode: one tangent pass per input element (JAX's ``jacfwd``); arrays of
-    shape ``out.shape + arg.shape``, for real and complex ``f`` (the columns are ``J e_k``).
+    """The Jacobian of ``f`` by forward mode (JAX's ``jacfwd``): ``vmap`` of :func:`jvp` over the basis of each
+    argument's tangents, every column in one batched forward pass. Arrays of shape ``out.shape + arg.shape``.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -420,8 +428,8 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
             leaves, spec = tree_flatten(args[i], f"jacfwd: argument {i}")
             specs.append((spec, len(leaves)))
             flat.extend(leaves)
-        flat = [x if isinstance(x, Tensor) else np.asarray(x, dtype=np.result_type(np.asarray(x), np.float64))
-                for x in flat]  # fmt: skip
+        flat = [_primal_leaf(x) for x in flat]
+        fspec = tree_flatten(tuple(flat), "jacfwd")[1]
         aux_box = []
 
         def g(*leaves):
@@ -429,38 +437,44 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
             for i, (spec, n) in zip(nums_, specs):
                 args[i] = tree_unflatten(spec, list(leaves[k : k + n]))
                 k += n
-            res = f(*args, **kwargs)
-            out, aux = split_aux(res, has_aux, "jacfwd")
-            if not aux_box:
-                aux_box.append(aux)
+            out, aux = split_aux(f(*args, **kwargs), has_aux, "jacfwd")
+            aux_box[:] = [aux]
             return out
 
         recording = keeps_tensors()
-        columns, ospec, outs = [], None, None
+        per_leaf, ospec = [], None
         for j, x in enumerate(flat):
-            shape = np.shape(x._data if isinstance(x, Tensor) else x)
-            dtype = (x._data if isinstance(x, Tensor) else x).dtype
-            cols = []
-            for k in range(math.prod(shape)):
-                ts = [np.zeros(np.shape(y._data if isinstance(y, Tensor) else y), dtype) for y in flat]
-                ts[j] = _onehot(k, ts[j])
-                res, touts, ospec = _forward(g, flat, tree_flatten(tuple(flat), "jacfwd")[1], ts, "jacfwd")
-                outs = tree_flatten(res, "jacfwd")[0]
-                cols.append(touts)
-            columns.append((shape, cols))
-        blocks = []
-        for i, o in enumerate(outs or []):
-            oshape = np.shape(o._data if isinstance(o, Tensor) else o)
-            per = []
-            for shape, cols in columns:
-                block = _stack([c[i] for c in cols], shape + oshape, recording, last=len(oshape)) if cols else (
-                    np.zeros(oshape + shape))  # fmt: skip
-                per.append(block)
-            blocks.append(per_argument(specs, per, many))
+            shape, dtype = np.shape(x), x.dtype
+            n = math.prod(shape)
+            basis = np.eye(n, dtype=dtype).reshape((n,) + shape)
+
+            def column(t, j=j):
+                ts = [None] * len(flat)
+                ts[j] = t
+                _, touts, tspec = _forward(g, flat, fspec, ts, "jacfwd")
+                return tree_unflatten(tspec, touts)
+
+            cols = vmap(column, out_axes=-1, loop=True)(basis) if n else None
+            if not n:
+                _, touts, tspec = _forward(g, flat, fspec, [None] * len(flat), "jacfwd")
+                cols = tree_unflatten(tspec, touts)
+            leaves, ospec = tree_flatten(cols, "jacfwd")
+            per_leaf.append([
+                reshape(c, c.shape[:-1] + shape) if isinstance(c, Tensor) else np.reshape(c, np.shape(c)[:-1] + shape)
+                if n else np.zeros(np.shape(c) + shape) for c in leaves
+            ])  # fmt: skip
+        blocks = [per_argument(specs, [cols[i] for cols in per_leaf], many) for i in range(len(per_leaf[0]))]
         jac = finish(tree_unflatten(ospec, blocks), recording)
         return (jac, aux_out(aux_box[0], recording)) if has_aux else jac
 
     return jacfwd_f
+
+
+def _primal_leaf(x):
+    if isinstance(x, Tensor):
+        return x
+    x = np.asarray(x)
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)
 
 
 def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:

@@ -15,15 +15,16 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .._batched import Batched
 from .._shapes import Shape
-from .._state import ACTIVE, CLOCK, FORWARD, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, BATCH, CLOCK, FORWARD, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
-__all__ = ["apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules"]
+__all__ = ["apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules", "set_batching_rules"]
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
@@ -35,6 +36,23 @@ _MISSING = object()  # an argument not given
 _TANGENTS = [None]  # the slot for forward mode: fn(levels, op, args, params, out), filled by tapegrad.forward
 
 
+_BATCHING = [None]  # the slot for vmap: fn(op, args, params) -> the batched output, filled by tapegrad.batching
+
+
+def set_batching_rules(fn) -> None:
+    """Give the engine vmap's step: ``fn(op, args, params)``, called instead of the forward for an op with a
+    :class:`~tapegrad._batched.Batched` input while a vmap level is open (``_state.BATCH``); it returns the
+    batched output. :mod:`tapegrad.batching` fills it on import; the engine never imports it."""
+    _BATCHING[0] = fn
+
+
+def _batched(args) -> bool:
+    for a in args:
+        if a.__class__ is Batched:
+            return True
+    return False
+
+
 def set_tangent_rules(fn) -> None:
     """Give the engine forward mode's step: ``fn(levels, op, args, params, out)``, called for every differentiable
     op while a forward-mode level is open in this context (``_state.FORWARD``), sets ``out``'s tangents.
@@ -44,6 +62,8 @@ def set_tangent_rules(fn) -> None:
 
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
+    if TRACING.n and BATCH.get() and _batched(args):
+        return _BATCHING[0](op, args, params)
     active = _get_active()
     top = active[-1]._ref if active else None
     datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
@@ -362,6 +382,8 @@ def _forward_any(op, args, datas, params):
 
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
+    if TRACING.n and BATCH.get() and _batched(args):
+        return _BATCHING[0](op, args, params)
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
     if all(d.__class__ in PLAIN for d in datas):
         try:

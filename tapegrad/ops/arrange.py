@@ -46,7 +46,7 @@ def _pad_jvp(xp, ts, ans, x, pad_width, mode="constant", constant_values=0):
 
 # fmt: off
 _flip = defop("flip", lambda x, axis=None, *, xp=np: xp.flip(x, axis=axis),
-              lambda xp, g, ans, x, axis=None: xp.flip(g, axis=axis), view=True, linear=True)
+              lambda xp, g, ans, x, axis=None: xp.flip(g, axis=axis), view=True, linear=True, batch="axis")
 _roll = defop("roll", lambda x, shift, axis=None, *, xp=np: xp.roll(x, shift, axis=axis),
               lambda xp, g, ans, x, shift, axis=None: xp.roll(g, _negated(shift), axis=axis), linear=True)
 _pad_op = defop("pad", _pad, _pad_vjp, save="x.shape", jvp=_pad_jvp, refuses={"dask": (

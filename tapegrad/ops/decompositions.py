@@ -353,10 +353,10 @@ def _qr_vjp(xp, g, ans, a, complete=False):
 
 
 # fmt: off
-_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose")
-_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose")
-_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose")
-_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose")
+_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
 # fmt: on
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..backend import dask_array as dask
 from ..registry import defnondiff, defop
+from . import _batching
 from ._axes import kept_shape, normalize_axes
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
@@ -56,8 +57,7 @@ matmul = defop(
     broadcast=True,
     doc="Matrix product (x @ y) for 1-D, 2-D and batched operands.\n\n"
     ">>> import tapegrad as tg\n>>> tg.matmul(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[3.0], [4.0]]))\nTensor([[11.]])",
-    linear="each",
-)
+    linear="each", batch=_batching.matmul_rule)
 
 
 def shape_of(a) -> tuple:
@@ -248,12 +248,12 @@ _DASK = {"dask": dask.LINALG}
 # fmt: off
 _solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True,
                   refuses=_DASK, jvp=_solve_jvp)
-_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK, jvp=_inv_jvp)
-_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK, jvp="transpose")
+_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK, jvp=_inv_jvp, batch="leading")
+_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK, jvp="transpose", batch="leading")
 _solve_triangular_op = defop("solve_triangular", _solve_triangular, _solve_triangular_vjp, joint=True,
                              inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK, jvp="transpose")
-_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK, jvp="transpose")
-_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK, jvp="transpose")
+_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="axis")
+_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="leading")
 _count_nonzero = defnondiff("vector_norm_count", lambda x, axis=None, keepdims=False, *, xp=np: _vector_norm(
     x, axis=axis, keepdims=keepdims, ord=0, xp=xp), doc="vector_norm with ord=0: the count of nonzero elements.")
 # fmt: on

@@ -88,23 +88,23 @@ def _logsumexp_jvp(xp, ts, ans, x, axis=None, keepdims=False):
 
 # fmt: off
 _sum = defop("sum", lambda x, axis=None, keepdims=False, *, xp=np: xp.sum(x, axis=axis, keepdims=keepdims),
-             _sum_vjp, save="x.shape", linear=True)
+             _sum_vjp, save="x.shape", linear=True, batch="axis")
 _mean = defop("mean", lambda x, axis=None, keepdims=False, *, xp=np: xp.mean(x, axis=axis, keepdims=keepdims),
-              _mean_vjp, save="x.shape", linear=True)
-_var = defop("var", _var, _var_vjp, save="x", jvp=_var_jvp)
+              _mean_vjp, save="x.shape", linear=True, batch="axis")
+_var = defop("var", _var, _var_vjp, save="x", jvp=_var_jvp, batch="axis")
 _max = defop("max", lambda x, axis=None, keepdims=False, *, xp=np: xp.max(x, axis=axis, keepdims=keepdims),
-             _extreme_vjp, save="x ans", jvp=_extreme_jvp)
+             _extreme_vjp, save="x ans", jvp=_extreme_jvp, batch="axis")
 _min = defop("min", lambda x, axis=None, keepdims=False, *, xp=np: xp.min(x, axis=axis, keepdims=keepdims),
-             _extreme_vjp, save="x ans", jvp=_extreme_jvp)
-_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans", method=True, jvp=_logsumexp_jvp)
+             _extreme_vjp, save="x ans", jvp=_extreme_jvp, batch="axis")
+_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans", method=True, jvp=_logsumexp_jvp, batch="axis")
 _softmax_op = defop("softmax", _softmax,
                     lambda xp, g, ans, x, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
                     save="ans", method=True,
-                    jvp=lambda xp, ts, ans, x, axis=-1: ans * (ts[0] - xp.sum(ans * ts[0], axis=axis, keepdims=True)))
+                    jvp=lambda xp, ts, ans, x, axis=-1: ans * (ts[0] - xp.sum(ans * ts[0], axis=axis, keepdims=True)), batch="axis")
 _log_softmax_op = defop("log_softmax", _log_softmax,
                         lambda xp, g, ans, x, axis=-1: g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True),
                         save="ans", method=True,
-                        jvp=lambda xp, ts, ans, x, axis=-1: ts[0] - xp.sum(xp.exp(ans) * ts[0], axis=axis, keepdims=True))
+                        jvp=lambda xp, ts, ans, x, axis=-1: ts[0] - xp.sum(xp.exp(ans) * ts[0], axis=axis, keepdims=True), batch="axis")
 # fmt: on
 
 
