@@ -32,6 +32,7 @@ from . import (
     viz,
 )
 from ._tensor import Tensor, tensor
+from .batching import vmap
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -122,6 +123,7 @@ __all__ = [
     "linearize",
     "hessian",
     "hvp",
+    "vmap",
     "custom_op",
     "CustomOp",
     "abs",

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._batched import Batched
 from ._state import BATCH, FORWARD, is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
@@ -112,7 +113,11 @@ def _as_tensor(leaf, what, nested):
                 f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
                 "pass floating-point data, e.g. x.astype(np.float64)"
             )
-        if (nested and (leaf._node is not None or leaf.requires_grad)) or has_tangent(leaf):
+        if (
+            (nested and (leaf._node is not None or leaf.requires_grad))
+            or has_tangent(leaf)
+            or isinstance(leaf, Batched)
+        ):
             t = functional_input(leaf)  # its tangents (forward mode) come along
             if t._node is None:
                 t.requires_grad = True  # a leaf of this tape that only forward mode knew

@@ -32,7 +32,7 @@ from ._scope import finish, keeps_tensors
 from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
-from .core.record import set_batching_rules
+from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
 from .ops._batching import full, rank, shift_axes, sizes
@@ -46,11 +46,12 @@ RULES: dict[Op, object] = {}  # each op's batching rule (declared or derived), k
 class Level:
     """One vmap level: the key of its batch axis on the batched tensors."""
 
-    __slots__ = ("size", "loop", "__weakref__")
+    __slots__ = ("size", "loop", "outer", "__weakref__")
 
     def __init__(self, size, loop):
         self.size = size
         self.loop = loop
+        self.outer = ACTIVE.get()  # the tapes recording when it opened: they cannot differentiate through it
 
 
 @contextlib.contextmanager
@@ -160,16 +161,21 @@ def _loop(op, k, datas, batched, params):
 
 # -- the step the core calls ---------------------------------------------------------------------------------
 def _refuse_tapes(op, args):
-    if ACTIVE.get():
-        for a in args:
-            if isinstance(a, Tensor) and (a._node is not None or a.requires_grad):
-                raise NotImplementedError(
-                    f"vmap: {op.name} of a batched value that a tape records (grad, vjp or jacrev inside vmap, or "
-                    "vmap inside record()): reverse mode does not batch yet. Per-example gradients: "
-                    "tg.vmap(tg.jacfwd(f)) or tg.vmap(lambda x: tg.jvp(...)), or a loop over examples"
-                )
     if TRACER.get() is not None:
         raise NotImplementedError(f"vmap: {op.name}: tg.compile of a vmapped function does not batch yet")
+
+
+def _refuse_outer(op, args, levels):
+    """A tape opened outside a vmap level would need the batch summed out of its cotangents (grad of vmap), which
+    the replay does not do: refused, never a wrong gradient. A tape opened inside (vmap of grad) is fine."""
+    outer = {id(t) for lv in levels for t in lv.outer}
+    if outer and any(id(t) in outer for t in ACTIVE.get()):
+        if any(isinstance(a, Tensor) and (a._node is not None or a.requires_grad) for a in args):
+            raise NotImplementedError(
+                f"vmap: {op.name}: a tape opened outside vmap (grad, vjp or jacrev of a vmapped function, or "
+                "vmap inside record()) would differentiate through the batch, which reverse mode does not do "
+                "yet: write vmap(grad(f)) for per-example gradients, or compute the batch without vmap"
+            )
 
 
 def _step(op, args, params):
@@ -209,6 +215,9 @@ def _step(op, args, params):
             raise type(err)(f"vmap: {op.name} of examples with shapes {shapes}: {err}") from None
     out = out if isinstance(out, np.ndarray) else np.asarray(out)
     result = Batched.make(out, levels)
+    if op.differentiable and ACTIVE.get():
+        _refuse_outer(op, args, levels)
+        record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
     levels_fwd = FORWARD.get()
     if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
         _tangent_step(levels_fwd, op, args, params, result)

@@ -24,7 +24,9 @@ from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, entry_died
 
-__all__ = ["apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules", "set_batching_rules"]
+__all__ = [
+    "apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules", "set_batching_rules", "record_batched",
+]  # fmt: skip
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
@@ -131,9 +133,26 @@ def _forward_numpy(op, args, datas, params):
     return out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
 
 
-def _record(op, datas, srcs, mask, params, t, active, top):
+def record_batched(op, args, params, t) -> None:
+    """The entry of ``t = op(*args)`` computed by vmap's batching rule (``t`` and some inputs
+    :class:`~tapegrad._batched.Batched`), on every active tape that needs it. The entry keeps the tensors
+    themselves, so that a replay's rules, recorded on tensors, see one example's shapes and batch their ops."""
+    active = _get_active()
+    if not active:
+        return
+    top = active[-1]._ref
+    datas, srcs, mask, _, foreign = _inputs(args, top, _get_watched())
+    if not mask:
+        return
+    if foreign is not None:
+        _foreign_inputs(op, srcs, top, active)
+    values = [a if isinstance(a, Tensor) else d for a, d in zip(args, datas)]
+    _record(op, values, srcs, mask, params, t, active, top, ans=t)
+
+
+def _record(op, datas, srcs, mask, params, t, active, top, ans=None):
     """The entry of ``t = op(...)`` on every active tape: one record, one node, one entry per tape."""
-    out = t._data
+    out = t._data if ans is None else ans
     shapes = None
     if op.broadcast:
         oshape = out.shape

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import itertools
 
-from .._state import ACTIVE, ENDED_INSIDE, FORWARD, PENDING, WATCHED, live_tapes
+from .._state import ACTIVE, BATCH, ENDED_INSIDE, FORWARD, PENDING, WATCHED, live_tapes
 from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
@@ -299,9 +299,9 @@ class BaseTape:
         )
         if len(gflat) != len(tflat):
             raise ValueError("gradient(): output_gradients must match target in structure")
-        # Run while an outer tape records, or inside forward mode (whose tangents must follow the rules through
-        # ops): differentiable again.
-        create_graph = bool(ACTIVE.get()) or bool(FORWARD.get())
+        # Run while an outer tape records, or inside forward mode or vmap (whose tangents and batch axes must
+        # follow the rules through ops): differentiable again.
+        create_graph = bool(ACTIVE.get()) or bool(FORWARD.get()) or bool(BATCH.get())
         roots = [(key_of(t), seed(t, g, "gradient", differentiable=create_graph)) for t, g in zip(tflat, gflat)]
         wanted = {}
         for s in flat:
@@ -315,7 +315,7 @@ class BaseTape:
         for s in flat:
             g = found.get(key_of(s))
             if g is None and unconnected == "zero":
-                g = (backend_of(s._data) or NUMPY).xp.zeros_like(s._data)
+                g = (backend_of(s._data) or NUMPY).xp.zeros(s.shape, dtype=s.dtype)  # one example's (vmap)
             out.append(g)
         return tree_unflatten(spec, out)
 

@@ -129,7 +129,8 @@ def randn(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
 _zeros_like = defnondiff("zeros_like", lambda a, dtype=None, *, xp=np: xp.zeros_like(a, dtype=dtype), batch="leading")
 _ones_like = defnondiff("ones_like", lambda a, dtype=None, *, xp=np: xp.ones_like(a, dtype=dtype), batch="leading")
 _full_like = defnondiff(
-    "full_like", lambda a, fill_value, dtype=None, *, xp=np: xp.full_like(a, fill_value, dtype=dtype), batch="leading")
+    "full_like", lambda a, fill_value, dtype=None, *, xp=np: xp.full_like(a, fill_value, dtype=dtype), batch="leading"
+)
 
 
 def _like_leaf(out, requires_grad, op):

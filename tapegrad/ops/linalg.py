@@ -57,7 +57,9 @@ matmul = defop(
     broadcast=True,
     doc="Matrix product (x @ y) for 1-D, 2-D and batched operands.\n\n"
     ">>> import tapegrad as tg\n>>> tg.matmul(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[3.0], [4.0]]))\nTensor([[11.]])",
-    linear="each", batch=_batching.matmul_rule)
+    linear="each",
+    batch=_batching.matmul_rule,
+)
 
 
 def shape_of(a) -> tuple:
