@@ -21,8 +21,8 @@ import numpy as np
 
 from ..backend import dask_array as dask
 from ..registry import defnondiff, defop
-from . import _batching
 from ._axes import kept_shape, normalize_axes
+from ._batching import matmul_rule
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
 from ._rules import in_rule
@@ -58,7 +58,7 @@ matmul = defop(
     doc="Matrix product (x @ y) for 1-D, 2-D and batched operands.\n\n"
     ">>> import tapegrad as tg\n>>> tg.matmul(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[3.0], [4.0]]))\nTensor([[11.]])",
     linear="each",
-    batch=_batching.matmul_rule,
+    batch=matmul_rule,
 )
 
 

@@ -16,8 +16,8 @@ import string
 import numpy as np
 
 from ..registry import defop
-from . import _batching
 from ._axes import ndim_of, normalize_axes
+from ._batching import diagonal_rule, trace_rule
 from ._complex import is_complex
 from .complex_numbers import conj
 from .elementwise import multiply
@@ -214,10 +214,10 @@ _correlate = defop("correlate", lambda x, y, mode="valid", *, xp=np: xp.correlat
                    save="x y", refuses={"dask": "dask.array has no convolve or correlate"}, real_only=_REAL, linear="each")
 _diagonal = defop("diagonal", lambda x, offset=0, axis1=0, axis2=1, *, xp=np: xp.diagonal(x, offset=offset, axis1=axis1,
                                                                                           axis2=axis2),
-                  _diagonal_vjp, save="x.shape", view=True, linear=True, batch=_batching.diagonal_rule)
+                  _diagonal_vjp, save="x.shape", view=True, linear=True, batch=diagonal_rule)
 _trace = defop("trace", lambda x, offset=0, axis1=0, axis2=1, *, xp=np: xp.trace(x, offset=offset, axis1=axis1,
                                                                                  axis2=axis2),
-               _trace_vjp, save="x.shape", linear=True, batch=_batching.trace_rule)
+               _trace_vjp, save="x.shape", linear=True, batch=trace_rule)
 _diagflat = defop("diagflat", lambda x, k=0, *, xp=np: xp.diagflat(x, k=k),
                   lambda xp, g, ans, x, k=0: xp.reshape(xp.diagonal(g, offset=k), x.shape), save="x.shape",
                   refuses={"dask": "dask.array has no diagflat"}, linear=True)
