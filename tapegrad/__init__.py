@@ -20,6 +20,7 @@ from . import (
     compile,
     data,
     debug,
+    explorer,
     fft,
     linalg,
     nn,
@@ -46,6 +47,7 @@ from .errors import (
     TapeLeakWarning,
     TracingError,
 )
+from .explorer import explore
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
 from .recompute import checkpoint
@@ -96,6 +98,8 @@ __all__ = [
     "GradcheckError",
     "data",
     "debug",
+    "explore",
+    "explorer",
     "fft",
     "linalg",
     "viz",

@@ -22,14 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import is_array, nbytes
-from .core.node import ANS, OP, SAVED
+from .core.node import OP, kept_values
 from .errors import TapeBudgetError
 
 __all__ = ["TapeBudgetError", "install_budget"]
 
 
 def _entry_bytes(rec) -> int:
-    return sum(nbytes(a) for a in (*rec[SAVED], rec[ANS]) if is_array(a))
+    return sum(nbytes(a) for a in kept_values(rec) if is_array(a))
 
 
 class Budget:

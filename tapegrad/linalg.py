@@ -9,7 +9,8 @@ det, slogdet                         the cofactor matrix, from the SVD at singul
 cholesky, solve_triangular           Murray's formula by triangular solves; the triangle that is read
 cho_solve                            two triangular solves (SciPy's signature)
 eigh, eigvalsh, eig, eigvals         ops; values exact at repeated ones, the vectors of a repeated value
-svd, svdvals, qr                     raise, as an arbitrary phase does (tapegrad.ops.decompositions)
+svd, svdvals, qr, lu                 raise, as an arbitrary phase does (tapegrad.ops.decompositions); each
+                                     one op with several outputs; lu is SciPy's P, L, U
 pinv, lstsq                          Golub and Pereyra's pseudo-inverse derivative (constant rank)
 vector_norm, matrix_norm, norm       the vector norm op (subgradient 0 at 0), svdvals, sums of |x|
 matrix_power, multi_dot, cross       products (matrix_power < 0 through inv)
@@ -49,6 +50,7 @@ from .ops.decompositions import (
     eigh,
     eigvals,
     eigvalsh,
+    lu,
     qr,
     svd,
     svdvals,
@@ -88,6 +90,7 @@ __all__ = [
     "svd",
     "svdvals",
     "qr",
+    "lu",
     "lstsq",
     "norm",
     "vector_norm",

@@ -93,6 +93,9 @@ class Op:
       axes on each batched input), ``"axis"`` (its ``axis`` parameter names input axes: shifted past the batch
       axes), ``"leading"`` (its forward broadcasts over leading axes, as NumPy's linear algebra does), or None:
       derived for an elementwise op (see :mod:`tapegrad.batching`).
+    - ``outputs``: the names of its outputs where it has several (``("w", "v")``; ``()``: one). The forward
+      returns a tuple of arrays, the op a tuple of tensors, the tape one entry; the rules get a tuple of
+      cotangents (None for an output nobody used, which the rule skips) and ``ans`` as a tuple.
     - ``function``: its public function (``tg.exp``, or the wrapper of the same name in its family file, such
       as ``tg.sum``), ``module``: where its row is.
     """
@@ -121,6 +124,7 @@ class Op:
         "jvp",
         "linear",
         "batch",
+        "outputs",
     )
 
     def __init__(
@@ -145,6 +149,7 @@ class Op:
         jvp=None,
         linear=None,
         batch=None,
+        outputs=(),
     ):
         self.name = name
         self.forward = forward
@@ -180,6 +185,7 @@ class Op:
             )
         self.linear = linear
         self.batch = batch
+        self.outputs = tuple(outputs)
 
     @property
     def fresh(self) -> bool:
@@ -248,6 +254,7 @@ def defop(
     jvp=None,
     linear=None,
     batch=None,
+    outputs=(),
 ):
     """Register a differentiable op and return its public function.
 
@@ -256,6 +263,9 @@ def defop(
     ``vjps`` is one rule taking ``argnum=``. ``save`` names what the rules read: ``"x"``, ``"y"`` (the input
     arrays), ``"x.shape"`` (shape only), ``"ans"``. With ``joint=True`` there is a single rule that returns a
     sequence with every input's gradient (None where there is none), for rules that share their work.
+    ``outputs=("w", "v")`` declares an op with several outputs: ``forward`` returns a tuple of arrays, the
+    function a tuple of tensors, and each rule gets the tuple of the outputs' cotangents (None for an output
+    nobody used) and ``ans`` as the tuple of outputs.
     ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
     (see :class:`Op`); a ufunc forward needs none of them. ``jvp`` (a forward-mode rule, or ``"transpose"``) and
     ``linear`` (``True`` or ``"each"``) say how forward mode computes the op's tangent (see :class:`Op`).
@@ -295,6 +305,7 @@ def defop(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
         jvp=jvp, linear=linear, batch=batch,
+        outputs=outputs,
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)

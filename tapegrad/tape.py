@@ -59,6 +59,7 @@ class Tape(BaseTape):
 
     def __init__(self, persistent: bool = False, max_saved_bytes: int | None = None):
         super().__init__(persistent)
+        self._replay_observers: list = []  # factories tools add (add_replay_observer): tape -> observer
         if max_saved_bytes is not None:
             install_budget(self, max_saved_bytes)
 
@@ -83,10 +84,34 @@ class Tape(BaseTape):
         return find_nonfinite(self)
 
     # The extension interface: tracing and anomaly checks observe the replay; a forgotten backward warns.
+    def add_replay_observer(self, make) -> None:
+        """Observe every later replay of this tape: ``make(tape)`` is called as a replay starts, for an object
+        the replay calls per entry, ``observer(index, rec, node, g, grads)``, which returns the op ``rec[OP]``
+        unchanged, and ``done()`` at the end (the tape explorer's capture). It runs before tracing and anomaly
+        checks, which may still wrap the rules.
+
+        >>> import tapegrad as tg
+        >>> class Seen:
+        ...     def __init__(self): self.ops = []
+        ...     def __call__(self, index, rec, node, g, grads):
+        ...         self.ops.append(rec[0].name); return rec[0]
+        ...     def done(self): pass
+        >>> seen = Seen()
+        >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
+        >>> with tg.record() as t:
+        ...     y = tg.exp(x).sum()
+        >>> t.add_replay_observer(lambda tape: seen)
+        >>> y.backward(); seen.ops
+        ['sum', 'exp']
+        """
+        self._replay_observers.append(make)
+
     def observer(self, trace):
         # Checked once per replay: a plain replay never pays for them.
         anomaly = anomaly_enabled(self)
-        observers = [ChecksumObserver(self)] if checking_saved(self) else []
+        observers = [make(self) for make in self._replay_observers]
+        if checking_saved(self):
+            observers.append(ChecksumObserver(self))
         if trace or anomaly:
             observers.append(replay_observer(self, trace, anomaly))  # last: it wraps the rules the replay runs
         return observers[0] if len(observers) == 1 else (_Observers(observers) if observers else None)

@@ -219,7 +219,13 @@ def jacobian(
                     cols = [np.zeros(np.shape(o) + x.shape, dtype=x.dtype) for x in xs]
                 blocks.append(per_argument(specs, cols, many))
         if batched:
-            return jacfwd(f, argnums, has_aux)(*args, **kwargs)
+            try:
+                return jacfwd(f, argnums, has_aux)(*args, **kwargs)
+            except NotImplementedError:
+                if mode == "fwd":
+                    raise
+            # an op forward mode or vmap has no rule for (several outputs, say): by rows, as it always could
+            return jacobian(f, argnums, has_aux, "rev", holomorphic)(*args, **kwargs)
         recording = keeps_tensors()
         jac = finish(tree_unflatten(ospec, blocks), recording)
         return (jac, aux_out(aux, recording)) if has_aux else jac

@@ -72,6 +72,16 @@ def to_dot(tape) -> str:
             f'  {_q(f"op{r.index}")} [shape=box, style="rounded,filled", fillcolor={_q(_heat(f))}, '
             f"fontsize={10 + round(6 * f)}, width={0.9 + 1.6 * f:.2f}, penwidth={1 + 2 * f:.1f}, label={_q(label)}];"
         )
+        if r.outputs is not None:  # an op with several outputs: one value per output
+            for label, p, shape, _ in r.outputs:
+                declared.add(label)
+                style = 'shape=doubleoctagon, style=filled, fillcolor="#d9f2d9"' if p not in used else "shape=ellipse"
+                lines.append(f"  {_q(label)} [{style}, label={_q(label)}];")
+                lines.append(f"  {_q(f'op{r.index}')} -> {_q(label)} [label={_q(fmt_shape(shape))}];")
+            for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
+                if src is not None:
+                    lines.append(f"  {_q(name)} -> {_q(f'op{r.index}')} [label={_q(fmt_shape(shape))}];")
+            continue
         node = r.entry()
         out = node is not None and node not in used
         declared.add(r.name)

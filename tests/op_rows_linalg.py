@@ -191,14 +191,27 @@ def _triangular_ref(a, b, lower=False, trans=0, unit_diagonal=False):
     return np.linalg.solve(t, b)
 
 
-def _eigh(a, UPLO="L"):
+# Ops with several outputs (``Op.outputs``) run with ``use=``: "all" reads every output, "values" and "vectors"
+# one of them (the other's cotangent is None in the rule), "reused" reads each output twice.
+def _eigh(a, UPLO="L", use="all"):
     w, v = la.eigh(hermitian(a), UPLO=UPLO)
-    return tg.concatenate([tg.expand_dims(w, -2), _abs2(v)], axis=-2)
+    return _used(tg, w, _abs2(v), use)
 
 
-def _eigh_ref(a, UPLO="L"):
+def _eigh_ref(a, UPLO="L", use="all"):
     w, v = np.linalg.eigh(hermitian(a), UPLO=UPLO)
-    return np.concatenate([w[..., None, :], _abs2(v)], axis=-2)
+    return _used(np, w, _abs2(v), use)
+
+
+def _used(xp, values, vectors, use):
+    """What a row of an op with several outputs reads of them: values (..., n) and vectors (..., n, n)."""
+    if use == "values":
+        return values
+    if use == "vectors":
+        return vectors
+    if use == "reused":
+        values, vectors = values * values + values, vectors * vectors + vectors
+    return xp.concatenate([xp.expand_dims(values, -2), vectors], axis=-2)
 
 
 def _eig(a, build="separated"):
@@ -219,8 +232,10 @@ def _eig_ref(a, build="separated"):
     return parts(np.concatenate(sums + [weighted], axis=-1).astype(np.result_type(a.dtype, np.complex64)))
 
 
-def _svd(a, full_matrices=False):
+def _svd(a, full_matrices=False, use="all"):
     u, s, vh = la.svd(separated(a), full_matrices=full_matrices)
+    if use == "values":
+        return s
     k = s.shape[-1]
     return tg.concatenate(
         [
@@ -232,8 +247,10 @@ def _svd(a, full_matrices=False):
     )
 
 
-def _svd_ref(a, full_matrices=False):
+def _svd_ref(a, full_matrices=False, use="all"):
     u, s, vh = np.linalg.svd(separated(a), full_matrices=full_matrices)
+    if use == "values":
+        return s
     k = s.shape[-1]
     batch = u.shape[:-2]
     return np.concatenate(
@@ -259,6 +276,34 @@ def _qr(a, mode="reduced"):
 def _qr_ref(a, mode="reduced"):
     q, r = np.linalg.qr(separated(a), mode=mode)
     return _qr_invariant(q, r, *a.shape[-2:], lambda t: np.diagonal(t, axis1=-2, axis2=-1))
+
+
+def _pivoted(a):
+    """dominant(a) with its rows reversed: LU's partial pivoting swaps them back (P is not the identity)."""
+    d = dominant(a)
+    return tg.flip(d, axis=-2) if isinstance(d, tg.Tensor) else np.flip(d, axis=-2)
+
+
+def _lu(a, use="all"):
+    p, lower, upper = la.lu(_pivoted(a))
+    return _lu_used(tg, p, lower, upper, use)
+
+
+def _lu_ref(a, use="all"):
+    m = _pivoted(a)
+    flat = m.reshape((-1,) + m.shape[-2:])
+    p, lower, upper = (np.stack(f).reshape(m.shape) for f in zip(*(_scipy().lu(x) for x in flat)))
+    return _lu_used(np, p, lower, upper, use)
+
+
+def _lu_used(xp, p, lower, upper, use):
+    if use == "L":
+        return lower
+    if use == "U":
+        return upper
+    if use == "reused":  # each factor twice, P too (it gets no gradient)
+        return xp.matmul(p, xp.matmul(lower, upper)) + lower * upper + lower
+    return xp.concatenate([lower, upper], axis=-1)
 
 
 def _scipy():
@@ -330,8 +375,14 @@ ROWS = (
         "eigh",
         _eigh,
         _eigh_ref,
-        examples=((((3, 3),), {}), (((2, 3, 3),), {"UPLO": "U"})),
-        draw=_one_matrix(UPLO=["L", "U"]),
+        examples=(
+            (((3, 3),), {}),
+            (((2, 3, 3),), {"UPLO": "U"}),
+            (((2, 3, 3),), {"use": "values"}),
+            (((3, 3),), {"use": "vectors"}),
+            (((2, 3, 3),), {"use": "reused"}),
+        ),
+        draw=_one_matrix(UPLO=["L", "U"], use=["all", "values", "vectors", "reused"]),
     ),
     OpCase(
         "eig",
@@ -344,8 +395,27 @@ ROWS = (
         "svd",
         _svd,
         _svd_ref,
-        examples=((((3, 3),), {}), (((2, 4, 3),), {}), (((3, 2),), {"full_matrices": True}), (((2, 3),), {})),
-        draw=_one_matrix(square=False, full_matrices=[False, True]),
+        examples=(
+            (((3, 3),), {}),
+            (((2, 4, 3),), {}),
+            (((3, 2),), {"full_matrices": True}),
+            (((2, 3),), {}),
+            (((2, 4, 3),), {"use": "values", "full_matrices": True}),
+        ),
+        draw=_one_matrix(square=False, full_matrices=[False, True], use=["all", "values"]),
+    ),
+    OpCase(
+        "lu",
+        _lu,
+        _lu_ref,
+        examples=(
+            (((3, 3),), {}),
+            (((2, 3, 3),), {"use": "L"}),
+            (((2, 1, 3, 3),), {"use": "U"}),
+            (((3, 3),), {"use": "reused"}),
+        ),
+        draw=_one_matrix(use=["all", "L", "U", "reused"]),
+        unsupported=NO_SCIPY_BACKENDS,
     ),
     OpCase(
         "qr",

@@ -45,6 +45,7 @@ LAYERS = {
     "tapegrad.testing": 9,
     "tapegrad.strategies": 9,
     "tapegrad.compile": 9,
+    "tapegrad.explorer": 9,  # tg.explore: a tape and its replay as a page, compiled programs beside them
     "tapegrad.numpy": 10,  # NumPy's namespace over tapegrad's ops and transforms
     "tapegrad.nn": 10,  # training, on the public ops and transforms
     "tapegrad.optim": 10,

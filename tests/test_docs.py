@@ -33,6 +33,7 @@ API = {  # every module of the API reference and its page
     "tapegrad.optim": "optim.md",
     "tapegrad.debug": "debug.md",
     "tapegrad.viz": "viz.md",
+    "tapegrad.explorer": "explorer.md",
     "tapegrad.testing": "testing.md",
     "tapegrad.strategies": "strategies.md",
     "tapegrad.backend": "backend.md",
@@ -168,6 +169,16 @@ def test_the_built_top_level_page_has_an_entry_per_public_name(site):
         if f"tapegrad.{n}" not in API and n not in ops and f'id="tapegrad.{n}"' not in html
     ]
     assert not missing, f"docs/api/tapegrad.md renders no entry for {missing}"
+
+
+@pytest.mark.parametrize("name", ["tutorial", "digits-mlp", "compiled"])
+def test_the_built_site_serves_the_explorer_pages_the_guide_embeds(site, name):
+    served = site / "explorer" / f"{name}.html"
+    assert served.read_text() == (ROOT / "docs" / "explorer" / f"{name}.html").read_text()
+    guide = site / "guide" / "seeing-the-tape"
+    embed = f'src="../../explorer/{name}.html"'
+    assert embed in (guide / "index.html").read_text()
+    assert (guide / "../../explorer" / f"{name}.html").resolve() == served.resolve()
 
 
 # -- figures quoted in prose ----------------------------------------------------------------------------------

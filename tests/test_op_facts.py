@@ -21,7 +21,7 @@ from op_table import OPS, draw_values, op_of
 import tapegrad as tg
 import tapegrad.numpy as tnp
 from tapegrad.compile.kernels import LOWERINGS
-from tapegrad.core.record import apply, apply_nondiff
+from tapegrad.core.record import apply, apply_nondiff, apply_several
 from tapegrad.numpy._table import MAIN, numpy_aliases
 from tapegrad.registry import Op
 from tapegrad.tensor_methods import METHODS, PROPERTIES
@@ -91,7 +91,10 @@ def test_every_op_compiles_to_its_eager_value_and_gradient(name):
     op = ALL_OPS[name]
     args, params = CALLS[name]
     slots = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
-    run = apply if name in tg.REGISTRY else apply_nondiff
+    run = (apply_several if op.outputs else apply) if name in tg.REGISTRY else apply_nondiff
+    if op.outputs:  # several outputs: each compiled and differentiated, through a loss of them all
+        _compiles_with_several_outputs(op, run, args, params, slots)
+        return
 
     def f(*arrays):
         xs = list(args)
@@ -119,6 +122,34 @@ def test_every_op_compiles_to_its_eager_value_and_gradient(name):
     step = tg.compile(grad)
     for _ in range(2):
         for got, want in zip(step(*arrays), expected):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _compiles_with_several_outputs(op, run, args, params, slots):
+    def f(*arrays):
+        xs = list(args)
+        for i, a in zip(slots, arrays):
+            xs[i] = a
+        return run(op, tuple(xs), params)
+
+    arrays = [args[i] for i in slots]
+    eager = [t.data for t in f(*[tg.Tensor(a) for a in arrays])]
+    assert len(eager) == len(op.outputs)
+    compiled = tg.compile(f)
+    for _ in range(2):
+        for got, want in zip(compiled(*arrays), eager, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+    rng = np.random.default_rng(1)
+    weights = [rng.standard_normal(np.shape(e)) for e in eager]
+
+    def loss(*xs):  # |out|^2 of each output: no arbitrary sign or phase of a vector changes it
+        return sum(tg.sum(tg.real(out * tg.conj(out)) * w) for out, w in zip(f(*xs), weights))
+
+    grad = tg.grad(loss, argnums=tuple(range(len(slots))))
+    expected = grad(*arrays)
+    step = tg.compile(grad)
+    for _ in range(2):
+        for got, want in zip(step(*arrays), expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 

@@ -116,8 +116,11 @@ def _check_facts(case, op, arrays, kwargs):
         op.forward = forward
     for args, params, out in calls:
         inputs = [a for a in args if isinstance(a, np.ndarray)]
+        if op.outputs:  # several outputs: a tuple of as many arrays as the row names
+            assert isinstance(out, tuple) and len(out) == len(op.outputs), f"{op.name}: declares {op.outputs}"
         if not op.view:
-            assert not any(np.shares_memory(out, a) for a in inputs), f"{op.name} returned a view: declare view=True"
+            for o in out if op.outputs else (out,):
+                assert not any(np.shares_memory(o, a) for a in inputs), f"{op.name} returned a view: declare view=True"
         if op.elementwise and inputs and np.broadcast_shapes(*[np.shape(a) for a in args]) == np.shape(out):
             order = np.random.default_rng(3).permutation(np.size(out))
             moved = [_reorder(a, np.shape(out), order) if isinstance(a, np.ndarray) else a for a in args]

@@ -30,8 +30,10 @@ NO_RULE = {
     "scatter", "roll", "pad", "sign_complex", "unfold", "fold", "conv", "conv_transpose", "solve",
     "solve_triangular", "fftn", "ifftn", "rfft", "irfft", "take_along_axis", "scatter_along_axis", "index_update",
     "tensordot", "einsum", "convolve", "correlate", "diagflat", "standardize", "max_pool", "avg_pool",
-    "adaptive_avg_pool",
+    "adaptive_avg_pool", "eigh", "eig", "svd", "qr", "lu", "slogdet",
 }  # fmt: skip
+# Ops with several outputs (Op.outputs): vmap raises naming them (their batching is still to be written).
+SEVERAL = {name for name, op in tg.REGISTRY.items() if getattr(op, "outputs", ())}
 # Rows composed of ops that pass a computed index as a parameter (sort's take_along_axis of argsort's indices) or
 # read a value (average's weights): vmap raises for them, never a wrong value.
 REFUSED = {"sort", "median", "quantile", "percentile", "partition", "average"}
@@ -49,6 +51,10 @@ def _vmapped(f, axes, batch):
     try:
         return tg.vmap(f, in_axes=axes)(*batch)
     except NotImplementedError as err:
+        if "has several outputs, which vmap does not batch yet" in str(err):
+            assert str(err).split(": ")[1].split(" ")[0] in SEVERAL, str(err)
+            assert BATCH.get() == () and TRACING.n == 0
+            return None
         name = str(err).split(": ")[1].split(" has no batching rule")[0]
         op = tg.REGISTRY.get(name) or tg.NONDIFF.get(name)
         assert "has no batching rule" in str(err) and op is not None and derivation(op) is None, str(err)
@@ -87,6 +93,8 @@ def test_vmap_of_each_op_equals_a_loop_over_examples(case, data):
             return case.fn(*xs, **kwargs)
 
         got = _vmapped(f, axes, batch)
+        if got is None:  # an op with several outputs: refused, naming it
+            return
         assert got.shape == expected.shape, (got.shape, expected.shape)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
@@ -107,6 +115,8 @@ def test_per_example_gradients_equal_each_examples_gradient(case, data):
 
     argnums = tuple(free)
     got = _vmapped(tg.grad(loss, argnums=argnums), 0, batch)
+    if got is None:
+        return
     for j in range(len(SCALES)):
         want = tg.grad(loss, argnums=argnums)(*[b[j] for b in batch])
         for g, e in zip(got, want):

@@ -50,6 +50,8 @@ class Value:
         return self.kind is np.ndarray
 
     def describe(self) -> str:
+        if self.dtype.__class__ is str:  # the tuple of an op with several outputs: its dtype says what it holds
+            return self.dtype
         dtype = getattr(self.dtype, "name", str(self.dtype))
         return f"{dtype}{list(self.shape)}"
 

@@ -132,6 +132,14 @@ GEMM_UPDATE = Op("gemm_update", gemm_update, doc="c += alpha * (a @ b), in place
 SCATTER_ADD = Op("scatter_add", scatter_add, doc="x[index] += g, in place: a slice's gradient added into the whole's")
 
 
+def output_of(outputs, index):
+    """Output ``index`` of a step of an op with several outputs (the tuple its forward returned)."""
+    return outputs[index]
+
+
+OUTPUT = Op("output", output_of, view=True, doc="one output of an op with several (Op.outputs): a view of the step's")
+
+
 def lower(step) -> Kernel:
     """The kernel of ``step``, from its backend's table or that backend's default (see the module docstring)."""
     if not step.out.numpy or not all(getattr(a, "numpy", True) for a in step.args):
@@ -189,6 +197,7 @@ LOWERINGS = {
         functional_input.op: lambda step: Kernel(None, (step.args[0],), method="view", view=True),
         ops.astype.op: _cast,
         GEMM_UPDATE: lambda step: Kernel(gemm_update, step.args, fresh=True, writes=0, name="gemm_update"),
+        OUTPUT: lambda step: Kernel(None, (step.args[0], step.params["index"]), form="getitem", view=True),
         SCATTER_ADD: lambda step: Kernel(
             scatter_add, step.args, {"index": step.params["index"]}, fresh=True, writes=0, name="scatter_add"
         ),

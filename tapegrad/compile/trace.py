@@ -31,6 +31,7 @@ from ..errors import TracingError, user_frame
 from ..random import RANDOM_OPS
 from ..tape import record
 from .graph import Const, Graph, Node, Value, walk
+from .kernels import OUTPUT
 
 __all__ = ["Tracer", "trace", "where"]
 
@@ -114,6 +115,9 @@ class Tracer:
 
     # -- what the core calls ------------------------------------------------------------------------
     def op(self, op, datas, params, out) -> None:
+        if op.outputs:
+            self._several(op, datas, params, out)
+            return
         array = out._data
         if id(array) in self.values:  # the op returned a value itself (a squeeze with nothing to squeeze)
             return
@@ -130,14 +134,42 @@ class Tracer:
                     "on the values, which a compiled program cannot allow; select with tg.where(mask, x, 0) "
                     "(same shape), or index with integer arrays"
                 )
+        node = self._step(op, datas, args, prm, line, random)
+        node.out = self._new_value(array, node)
+        if out._node is not None:
+            self.forward_of[id(out._node)] = (out._node, node)
+
+    def _step(self, op, datas, args, prm, line, random=False):
         node = Node(
             op, op.name, _forward(op, datas), args, prm, None, line, self.rules[-1] if self.rules else None, random
         )
         node.order = len(self.nodes)
-        node.out = self._new_value(array, node)
         self.nodes.append(node)
-        if out._node is not None:
-            self.forward_of[id(out._node)] = (out._node, node)
+        return node
+
+    def _several(self, op, datas, params, outs) -> None:
+        """An op with several outputs (``op.outputs``): one step whose value is the tuple of its outputs (it
+        holds their memory), and one ``OUTPUT`` step per output, a view of it, that the rest of the program
+        reads."""
+        args = tuple(self._arg(d) for d in datas)
+        prm = {k: self._param(p) for k, p in params.items()} if params else {}
+        if not (any(isinstance(a, Value) for a in args) or any(True for _ in walk(prm))):
+            return  # computed from constants only: constants of the program
+        line = _user_line()
+        arrays = tuple(t._data for t in outs)
+        node = self._step(op, datas, args, prm, line)
+        what = ", ".join(Value(0, a.shape, a.dtype, type(a)).describe() for a in arrays)
+        whole = Value(len(self.values), (), f"tuple({what})", type(arrays[0]), node, None, sum(map(nbytes, arrays)))
+        self.values[id(arrays)] = whole
+        self.keep.append(arrays)
+        node.out = whole
+        for i, array in enumerate(arrays):
+            part = self._step(OUTPUT, (arrays,), (whole,), {"index": i}, line)
+            part.grad_of = node.grad_of
+            part.out = self._new_value(array, part)
+        group = getattr(outs[0]._node, "group", None)
+        if group is not None:
+            self.forward_of[id(group)] = (group, node)
 
     def replaying(self, tape_node, rec) -> None:
         """A recorded replay is about to run the rules of the entry whose output is ``tape_node``."""

@@ -15,11 +15,17 @@ import weakref
 
 __all__ = [
     "Node",
+    "Outputs",
+    "outputs_of",
+    "output_node",
     "TapeRef",
     "REPLAYED",
     "Entry",
     "entry_died",
     "EntryView",
+    "answers",
+    "entry_key",
+    "kept_values",
     "OP",
     "SRCS",
     "SAVED",
@@ -42,11 +48,45 @@ MASK = 7  # bit i set: input i needs a gradient
 
 
 class Node:
-    """The identity of one recorded value: the key its cotangent lives under during replay."""
+    """The identity of one recorded value: the key its cotangent lives under during replay.
+
+    ``group``: for an output of an entry with several outputs, that entry's :class:`Outputs` (unset otherwise),
+    which each output keeps alive, so the entry lives while any of its outputs does.
+    """
 
     # keep: the tape a create_graph gradient keeps alive; _tangents: the value's tangents in forward mode (by level),
     # here so that the tensors a recorded replay wraps around the saved values carry them too
-    __slots__ = ("tape", "hooks", "keep", "_tangents", "__weakref__")
+    __slots__ = ("tape", "hooks", "keep", "group", "_tangents", "__weakref__")
+
+
+class Outputs:
+    """What the entry of an op with several outputs refers to (``Op.outputs``): one :class:`Node` per output,
+    each the key its own cotangent lives under, held weakly (``parts``); each output's node holds this one
+    (``group``), so the entry dies, and drops its record, when the last of its outputs does. It is never a key
+    of the cotangents itself: the replay pops every output's cotangent and gives the op's rules a tuple of them
+    (None for an output nobody used).
+    """
+
+    __slots__ = ("tape", "parts", "__weakref__")
+
+
+def outputs_of(group) -> list:
+    """The live output nodes of ``group`` (an :class:`Outputs`), by position (None for one that died)."""
+    return [r() for r in group.parts]
+
+
+def output_node(group, i):
+    """The node of output ``i`` of ``group``: the live one, or, where it died, a new one in its place (a
+    recorded replay whose rules read that output must connect them to the entry: its cotangent there reaches
+    the entry through it)."""
+    node = group.parts[i]()
+    if node is None:
+        node = Node()
+        node.tape, node.group = group.tape, group
+        parts = list(group.parts)
+        parts[i] = weakref.ref(node)
+        group.parts = tuple(parts)
+    return node
 
 
 class TapeRef(weakref.ref):
@@ -82,13 +122,30 @@ def entry_died(entry) -> None:
     entry.rec = None
 
 
+def entry_key(node):
+    """What the entry that recorded ``node`` refers to: its :class:`Outputs` for an output of an op with several
+    outputs, else the node itself (tools match a consumer's inputs to their producers' entries by it)."""
+    return getattr(node, "group", node)
+
+
+def answers(ans) -> tuple:
+    """The outputs a record keeps (its ``ANS`` field): ``()``, the one output, or each of several."""
+    return () if ans is None else (ans if ans.__class__ is tuple else (ans,))
+
+
+def kept_values(rec) -> tuple:
+    """Everything a record keeps for its rules: the saved inputs' values, then its outputs (:func:`answers`)."""
+    return (*rec[SAVED], *answers(rec[ANS]))
+
+
 class EntryView:
     """One live entry with named fields, as ``Tape.entries`` gives it (read-only: built on read).
 
     - ``op``: the op's name; ``inputs``: per input its node, leaf tensor or None (a constant);
     - ``saved``: per input what the rule keeps (an array, a shape, a number, or None);
     - ``output``: the saved output or None; ``shapes``: input shapes where they broadcast, or None;
-    - ``params``: the op's keyword parameters; ``node``: the output's node (None once it died).
+    - ``params``: the op's keyword parameters; ``node``: the output's node (None once it died), for an op
+      with several outputs their :class:`Outputs`; ``outputs``: the op's output names (``()``: one output).
 
     >>> import tapegrad as tg
     >>> x = tg.Tensor([1.0, 2.0], requires_grad=True)
@@ -111,6 +168,7 @@ class EntryView:
     output = property(lambda self: self.rec[ANS])
     shapes = property(lambda self: self.rec[SHAPES])
     params = property(lambda self: self.rec[PARAMS])
+    outputs = property(lambda self: self.rec[OP].outputs)
 
     @property
     def needs_grad(self) -> tuple:

@@ -11,6 +11,7 @@ the constants' and the comparisons' ops as much as the recorded ones. Untraced c
 
 from __future__ import annotations
 
+import weakref
 from types import MappingProxyType
 
 import numpy as np
@@ -22,10 +23,11 @@ from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
-from .node import Entry, Node, entry_died
+from .node import Entry, Node, Outputs, entry_died
 
 __all__ = [
-    "apply", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules", "set_batching_rules", "record_batched",
+    "apply", "apply_several", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules",
+    "set_batching_rules", "record_batched",
 ]  # fmt: skip
 
 _new_tensor = Tensor.__new__
@@ -192,6 +194,12 @@ def function_of(op):
     >>> tg.exp.op.arity, float(tg.exp(tg.Tensor(0.0)))
     (1, 1.0)
     """
+    if op.outputs:
+
+        def fn(*args, **params):
+            return apply_several(op, args, params)
+
+        return fn
     if op.variadic:
 
         def fn(tensors, **params):
@@ -305,6 +313,95 @@ def _binary(op):
         return t
 
     return fn
+
+
+def apply_several(op, args, params) -> tuple:
+    """:func:`apply` for an op with several outputs (``op.outputs``): a tuple of tensors, one entry.
+
+    The entry refers to an :class:`~tapegrad.core.node.Outputs`, which every output's node keeps alive; each
+    output's cotangent lives under its own node, and the replay gives the op's rules all of them at once.
+
+    >>> import tapegrad as tg
+    >>> a = tg.Tensor([[2.0, 1.0], [1.0, 2.0]], requires_grad=True)
+    >>> with tg.record() as t:
+    ...     w, v = tg.linalg.eigh(a)
+    >>> len(t), w.requires_grad and v.requires_grad
+    (1, True)
+    """
+    if TRACING.n and BATCH.get() and _batched(args):
+        raise NotImplementedError(f"vmap: {op.name} has several outputs, which vmap does not batch yet")
+    active = _get_active()
+    top = active[-1]._ref if active else None
+    datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
+    if not plain:
+        datas = _lists_as_arrays(op, args, datas)
+    outs = _forward_several(op, args, datas, params, plain)
+    ts = tuple(_wrap_output(o) for o in outs)
+    if TRACING.n:
+        levels = FORWARD.get()
+        if levels:  # an input with a tangent: forward mode's step raises, naming the op (no rule for several yet)
+            _TANGENTS[0](levels, op, args, params, ts)
+    if active and mask:
+        if foreign is not None:
+            _foreign_inputs(op, srcs, top, active)
+        save = op.save
+        rec = (
+            op,
+            tuple(srcs),
+            tuple(datas) if save is True else (op.nosave if save is None else saved_values(op, datas)),
+            outs if op.save_ans else None,
+            None,  # an op with several outputs does not broadcast its inputs
+            params,
+            CLOCK.tick,
+            mask,
+        )
+        group = Outputs()
+        group.tape = top
+        parts = []
+        for t in ts:
+            node = Node()
+            node.tape, node.group = top, group
+            t.requires_grad = True
+            t._node = node
+            parts.append(weakref.ref(node))
+        group.parts = tuple(parts)
+        for tape in active:
+            e = Entry(group, entry_died)
+            e.rec = rec
+            tape.append(e, ts, active)
+    if TRACING.n:
+        _trace(op, datas, params, ts)
+    return ts
+
+
+def _forward_several(op, args, datas, params, plain) -> tuple:
+    """The forward of an op with several outputs: a tuple of arrays, as many as the op declares."""
+    if plain:
+        try:
+            outs = op.forward(*datas, **params)
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, args, err) from None
+        outs = tuple(o if o.__class__ is _ndarray else np.asarray(o) for o in outs)
+    else:
+        backend = common_backend(op.name, datas)
+        forward = op.forward if backend is NUMPY else backend.forward(op)
+        try:
+            outs = tuple(forward(*datas, **params))
+        except (ValueError, TypeError) as err:
+            raise _forward_error(op, args, err) from None
+        outs = tuple(backend.asarray(o) if isinstance(o, np.generic) else o for o in outs)
+    if len(outs) != len(op.outputs):
+        raise TypeError(f"{op.name}: its forward returned {len(outs)} arrays, but the op declares {op.outputs}")
+    return outs
+
+
+def _wrap_output(out):
+    t = _new_tensor(Tensor)
+    t._data = out
+    t.grad = None
+    t.requires_grad = False
+    t._node = None
+    return t
 
 
 def _trace(op, datas, params, out):

@@ -41,9 +41,9 @@ from ..backend.numpy_rules import numpy_rules
 from ..errors import InPlaceModificationError, TapeError
 from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
-from .node import ANS, EPOCH, OP, SAVED, SRCS, Node
+from .node import ANS, EPOCH, OP, SAVED, SRCS, Node, Outputs, answers, output_node, outputs_of
 
-__all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of"]
+__all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of", "cotangents"]
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
@@ -160,7 +160,7 @@ def _walk_plain(entries, grads, xp, retain, steps, kept):
             e.rec = rec if retain else None  # a tape not retained drops its saved values as its rule runs
             keep(node)
             g = pop(node, None)  # None: nothing asked for depends on it (or its output died)
-            if g is None:
+            if g is None and (g := cotangents(node, pop)) is None:  # several outputs: all their cotangents
                 continue
             op, srcs, vals, ans, shapes, params, epoch, mask = rec
             if epoch < CLOCK.tick:  # something was changed in place since: was it what this entry saved?
@@ -204,7 +204,7 @@ def _walk_recorded(entries, grads, xp, steps):
                 continue
             node = e()
             g = pop(node, None)
-            if g is None:
+            if g is None and (g := cotangents(node, pop)) is None:
                 continue
             op = rec[OP]
             if rec[EPOCH] < CLOCK.tick:
@@ -218,6 +218,19 @@ def _walk_recorded(entries, grads, xp, steps):
             rec = g = ans = vals = None
     except BaseException as err:
         return idx, op, err
+    return None
+
+
+def cotangents(group, pop):
+    """The cotangents of an entry with several outputs (``group``, its :class:`Outputs`), taken out of the
+    replay's dict: a tuple, None for an output nobody used (which its rule skips); None when none was used, or
+    for an entry of one output (whose cotangent the replay found missing already)."""
+    if group.__class__ is not Outputs:
+        return None
+    gs = tuple([None if node is None else pop(node, None) for node in outputs_of(group)])
+    for g in gs:
+        if g is not None:
+            return gs
     return None
 
 
@@ -294,15 +307,25 @@ class _Steps:
         return steps
 
     def hooked(self, node, g):
-        """``g`` after the hooks registered on this value, if any."""
+        """``g`` after the hooks registered on this value, if any (on each output of an op with several)."""
+        if node.__class__ is Outputs:
+            if not self.hooks:
+                return g
+            return tuple([gi if gi is None else self.hooked(p, gi) for p, gi in zip(outputs_of(node), g)])
         node_hooks = getattr(node, "hooks", None) if self.hooks else None
         return g if node_hooks is None or not LIVE.n else run_hooks(node_hooks, g)
 
     def observed(self, idx, rec, node, g, grads):
         """The op whose rules run for this entry: the observer's (it may wrap them), else the entry's own."""
         op = rec[OP] if self.observer is None else self.observer(idx, rec, node, g, grads)
-        if self.picks is not None and node in self.picks:
-            self.found[node] = g
+        picks = self.picks
+        if picks is not None:
+            if node.__class__ is Outputs:
+                for p, gi in zip(outputs_of(node), g):
+                    if gi is not None and p in picks:
+                        self.found[p] = gi
+            elif node in picks:
+                self.found[node] = g
         return op
 
 
@@ -382,21 +405,27 @@ def check_saved(op, vals, ans, epoch) -> None:
                 "in place after it was recorded (through it or a view of the same memory). Change it only after "
                 "backward(), or write x = x - y (a new array) instead of an in-place update"
             )
-    if ans is not None and modified_since(ans, epoch):
-        raise InPlaceModificationError(
-            f"{op.name}: its output (shape {tuple(ans.shape)}), which the tape saved for backward, was changed in "
-            "place after it was recorded; write out = out + y (a new array) instead of an in-place update"
-        )
+    for a in answers(ans):
+        if modified_since(a, epoch):
+            raise InPlaceModificationError(
+                f"{op.name}: its output (shape {tuple(a.shape)}), which the tape saved for backward, was changed in "
+                "place after it was recorded; write out = out + y (a new array) instead of an in-place update"
+            )
 
 
 def _as_tensors(g, ans, vals, srcs, node):
     """For a recorded replay: the cotangent and the saved values as tensors, keyed to the nodes they are values
     of, so that the rules recorded now connect to the forward entries."""
     wrap = Tensor._wrap_recorded
-    if not isinstance(g, Tensor):
-        g = Tensor._wrap(g)
-    if ans is not None and not isinstance(ans, Tensor):  # a tensor: vmap's batched output, kept as it is
-        ans = wrap(ans, node)
+    if node.__class__ is Outputs:  # several outputs: each cotangent, and each output keyed to its own node
+        g = tuple([gi if gi is None or isinstance(gi, Tensor) else Tensor._wrap(gi) for gi in g])
+        if ans is not None:
+            ans = tuple([wrap(a, output_node(node, i)) for i, a in enumerate(ans)])
+    else:
+        if not isinstance(g, Tensor):
+            g = Tensor._wrap(g)
+        if ans is not None and not isinstance(ans, Tensor):  # a tensor: vmap's batched output, kept as it is
+            ans = wrap(ans, node)
     vals = tuple(
         wrap(v, s)
         if is_array(v) and s.__class__ is Node

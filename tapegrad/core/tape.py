@@ -72,7 +72,7 @@ from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
 from .grads import fresh, seed, write_grad
-from .node import ANS, REPLAYED, SAVED, EntryView, Node, TapeRef
+from .node import REPLAYED, EntryView, Node, TapeRef, kept_values
 from .replay import key_of, replay
 
 __all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
@@ -211,7 +211,7 @@ class BaseTape:
             rec = e.rec
             if rec is None or e is excluding:
                 continue
-            for a in (*rec[SAVED], rec[ANS]):
+            for a in kept_values(rec):
                 if is_array(a) and id(a) not in seen:
                     seen.add(id(a))
                     total += nbytes(a)

@@ -29,7 +29,7 @@ import numpy as np
 from .._state import ACTIVE
 from .._tensor import Tensor
 from ..backend import all_finite, is_array, is_floating, to_numpy
-from ..core.node import ANS, OP, SAVED, SRCS, Node
+from ..core.node import ANS, OP, SAVED, SRCS, Node, answers, entry_key
 from ..errors import AnomalyError, user_frame
 from .reading import _call, analyse
 
@@ -82,9 +82,13 @@ class SourceTracker:
         f = user_frame(sys._getframe(1))
         info = info_of(entry)
         info.file, info.line, info.func = (f.f_code.co_filename, f.f_lineno, f.f_code.co_name) if f else ("?", 0, "?")
-        data = out._data
-        info.shape, info.dtype = tuple(data.shape), data.dtype
-        if (self.anomaly or ANOMALY.get()) and is_floating(data) and not all_finite(data):
+        if out.__class__ is tuple:  # an op with several outputs: each one's shape and dtype
+            info.shape, info.dtype = tuple(tuple(o._data.shape) for o in out), tuple(o._data.dtype for o in out)
+            data = next((o._data for o in out if is_floating(o._data) and not all_finite(o._data)), None)
+        else:
+            data = out._data
+            info.shape, info.dtype = tuple(data.shape), data.dtype
+        if (self.anomaly or ANOMALY.get()) and data is not None and is_floating(data) and not all_finite(data):
             index = len(tape) - 1
             op = entry.rec[OP].name
             raise AnomalyError(
@@ -217,9 +221,9 @@ def find_nonfinite(tape) -> list:
         srcs = r.rec[SRCS]
         for i, v in enumerate(r.rec[SAVED]):
             if is_array(v) and not finite(v):
-                producer = by_node.get(srcs[i]) if srcs[i].__class__ is Node else None
+                producer = by_node.get(entry_key(srcs[i])) if srcs[i].__class__ is Node else None
                 key = producer or r
                 found.setdefault(key.index, (key, r.args[i] if producer is None else key.name))
-        if r.rec[ANS] is not None and not finite(r.rec[ANS]):
+        if any(not finite(a) for a in answers(r.rec[ANS])):
             found.setdefault(r.index, (r, r.name))
     return [Nonfinite(i, _call(row), array, row.where or None) for i, (row, array) in sorted(found.items())]

@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 
 from ..backend import is_array, to_numpy
-from ..core.node import ANS, OP, SAVED
+from ..core.node import OP, kept_values
 from ..errors import InPlaceModificationError
 from .anomaly import info_of
 
@@ -40,7 +40,7 @@ def _checksum(a) -> int:
 
 
 def _sums(rec) -> tuple:
-    values = (*rec[SAVED], rec[ANS])
+    values = kept_values(rec)
     return tuple(_checksum(v) if is_array(v) else None for v in values)
 
 
@@ -69,7 +69,7 @@ class ChecksumObserver:
         entry = self.entries.get(idx)
         sums = getattr(getattr(entry, "info", None), "checksums", None)
         if sums is not None and _sums(rec) != sums:
-            values = (*rec[SAVED], rec[ANS])
+            values = kept_values(rec)
             i = next(k for k, (now, then) in enumerate(zip(_sums(rec), sums)) if now != then)
             what = "its output" if i == len(values) - 1 else f"input {i}"
             raise InPlaceModificationError(

@@ -37,7 +37,10 @@ def _backward_peak(rows) -> int:
     sizes: dict = {}
     for r in rows:
         node = r.entry()
-        if node is not None:
+        for _, p, shape, dtype in r.outputs or ():  # an op with several outputs: each output's cotangent
+            if p is not None:
+                sizes[p] = _nbytes((shape, dtype))
+        if node is not None and r.outputs is None:
             sizes[node] = _nbytes((r.shape, r.dtype))
         for src in r.rec[SRCS]:
             if isinstance(src, Tensor):
@@ -45,12 +48,19 @@ def _backward_peak(rows) -> int:
     if not rows:
         return 0
     last = rows[-1].entry()
-    inflight = {last: sizes.get(last, 0)} if last is not None else {}
+    if rows[-1].outputs is not None:  # the replay starts at the outputs of an op with several
+        inflight = {p: sizes.get(p, 0) for _, p, _, _ in rows[-1].outputs if p is not None}
+    else:
+        inflight = {last: sizes.get(last, 0)} if last is not None else {}
     flying = sum(inflight.values())
     peak = held + flying
     for r in reversed(rows):
         node = r.entry()
-        g = inflight.pop(node, None) if node is not None else None
+        if r.outputs is not None:
+            arrived = [inflight.pop(p, None) for _, p, _, _ in r.outputs if p is not None]
+            g = sum(x for x in arrived if x is not None) if any(x is not None for x in arrived) else None
+        else:
+            g = inflight.pop(node, None) if node is not None else None
         if g is not None:
             mask = r.rec[MASK]
             for i, src in enumerate(r.rec[SRCS]):

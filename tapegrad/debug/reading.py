@@ -17,7 +17,7 @@ import numpy as np
 from .._shapes import Shape
 from .._tensor import Tensor
 from ..backend import is_array, nbytes
-from ..core.node import ANS, MASK, OP, SAVED, SHAPES, SRCS, Node
+from ..core.node import ANS, MASK, OP, SAVED, SHAPES, SRCS, Node, Outputs, answers, outputs_of
 from ..errors import fmt_bytes
 
 __all__ = ["analyse", "format_tape", "fmt_shape", "fmt_dtype", "fmt_bytes"]
@@ -26,7 +26,10 @@ __all__ = ["analyse", "format_tape", "fmt_shape", "fmt_dtype", "fmt_bytes"]
 class Row:
     """One live entry as the views show it."""
 
-    __slots__ = ("index", "pos", "entry", "rec", "name", "op", "args", "arg_shapes", "shape", "dtype", "saved")
+    __slots__ = (
+        "index", "pos", "entry", "rec", "name", "op", "args", "arg_shapes", "shape", "dtype", "saved", "outputs",
+    )  # fmt: skip
+    # outputs: for an op with several outputs, per output (its name, its node or None, its shape, its dtype)
 
     @property
     def where(self) -> str:
@@ -76,6 +79,9 @@ def analyse(tape) -> list[Row]:
     known: dict = {}  # node or leaf -> (shape, dtype)
     for k, (_, e, rec) in enumerate(live):
         node = e()
+        if node.__class__ is Outputs:
+            _name_outputs(k, e, rec, node, names, known)
+            node = None
         if node is not None:
             names[node] = f"t{k}"
         info = getattr(e, "info", None)
@@ -121,7 +127,16 @@ def analyse(tape) -> list[Row]:
             arg_shapes.append(sd[0] if sd else None)
         row.args, row.arg_shapes = args, arg_shapes
         node = e()
+        row.outputs = None
+        if node.__class__ is Outputs:
+            row.outputs = [
+                (f"{row.name}.{label}", p, *known.get(p, (None, None)))
+                for label, p in zip(op.outputs, outputs_of(node))
+            ]
+            node = None
         out = known.get(node) if node is not None else None
+        if row.outputs is not None and all(shape is not None for _, _, shape, _ in row.outputs):
+            out = (tuple(o[2] for o in row.outputs), tuple(o[3] for o in row.outputs))
         if out is None and op.broadcast:
             out = _broadcast_out(srcs, mask, shapes, arg_shapes, known)
         row.shape, row.dtype = out if out else (None, None)
@@ -131,7 +146,10 @@ def analyse(tape) -> list[Row]:
         for i, v in enumerate(vals):
             if is_array(v):
                 row.saved.append([args[i], v, nbytes(v), True])
-        if ans is not None:
+        if ans.__class__ is tuple:
+            for (label, _, _, _), a in zip(row.outputs, ans):
+                row.saved.append([label, a, nbytes(a), True])
+        elif ans is not None:
             row.saved.append([row.name, ans, nbytes(ans), True])
         rows.append(row)
     seen = set()
@@ -140,6 +158,20 @@ def analyse(tape) -> list[Row]:
             item[3] = id(item[1]) not in seen
             seen.add(id(item[1]))
     return rows
+
+
+def _name_outputs(k, e, rec, group, names, known) -> None:
+    """The names (``t3.eigenvalues``) and shapes of the outputs of an entry with several outputs."""
+    info = getattr(e, "info", None)
+    kept = answers(rec[ANS])
+    for i, (label, p) in enumerate(zip(rec[OP].outputs, outputs_of(group))):
+        if p is None:
+            continue
+        names[p] = f"t{k}.{label}"
+        if info is not None and info.shape is not None:
+            known[p] = (info.shape[i], info.dtype[i])
+        elif kept:
+            known[p] = (tuple(kept[i].shape), kept[i].dtype)
 
 
 def _broadcast_out(srcs, mask, shapes, arg_shapes, known):
@@ -157,11 +189,16 @@ def _broadcast_out(srcs, mask, shapes, arg_shapes, known):
 
 
 def _call(row) -> str:
-    return f"{row.name} = {row.op}({', '.join(row.args)})"
+    name = row.name if row.outputs is None else ", ".join(o[0] for o in row.outputs)
+    return f"{name} = {row.op}({', '.join(row.args)})"
 
 
 def _signature(row) -> str:
-    return ", ".join(fmt_shape(s) for s in row.arg_shapes) + " -> " + fmt_shape(row.shape)
+    if row.outputs is not None:
+        out = ", ".join(fmt_shape(o[2]) for o in row.outputs)
+    else:
+        out = fmt_shape(row.shape)
+    return ", ".join(fmt_shape(s) for s in row.arg_shapes) + " -> " + out
 
 
 def _saved(row) -> str:

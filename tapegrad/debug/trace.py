@@ -28,6 +28,8 @@ class _TracedOp:
 
 
 def _shape(g):
+    if g.__class__ is tuple:  # the cotangents of an op with several outputs (None: an output nobody used)
+        return ", ".join("-" if gi is None else _shape(gi) for gi in g)
     return fmt_shape((g._data if isinstance(g, Tensor) else g).shape)
 
 
@@ -42,7 +44,9 @@ class _Observer:
             for src, name in zip(r.rec[SRCS], r.args):
                 self.names[src] = name
             node = r.entry()
-            if node is not None:
+            for label, p, _, _ in r.outputs or ():  # an op with several outputs: each output by its name
+                self.names[p] = label
+            if node is not None and r.outputs is None:
                 self.names[node] = r.name
         self.leaves: dict = {}
         if self.out:
@@ -58,9 +62,10 @@ class _Observer:
         index = row.index if row is not None else idx
         info = getattr(row.entry, "info", None) if row is not None else None
         if self.out:
-            call = f"{name} = {op.name}({', '.join(row.args)})" if row is not None else op.name
+            outs = name if row is None or row.outputs is None else ", ".join(o[0] for o in row.outputs)
+            call = f"{outs} = {op.name}({', '.join(row.args)})" if row is not None else op.name
             self._write(f"  [{index}] {call}".ljust(40) + f"  ḡ{name} {_shape(g)}")
-        if self.anomaly and not finite(g):
+        if self.anomaly and not all(gi is None or finite(gi) for gi in (g if g.__class__ is tuple else (g,))):
             raise gradient_error(op.name, index, None, info, g, f"the gradient arriving at {name} = {op.name}(...)")
 
         def report(i, gi):

@@ -69,9 +69,16 @@ def triangle_read(xp, G, lower):
 
 def adjoint_form(rule):
     """A rule written in the adjoint (PyTorch's) convention, with conjugate transposes, as a rule of
-    tapegrad's convention: conj(rule(conj(g))). Real arrays skip both conjugations."""
+    tapegrad's convention: conj(rule(conj(g))). Real arrays skip both conjugations. For an op with several
+    outputs ``g`` is the tuple of their cotangents, each conjugated (None stays None)."""
 
     def vjp(xp, g, ans, *xs, **params):
+        if g.__class__ is tuple:  # several outputs: a cotangent each (None for one nobody used), ans a tuple
+            if any(is_complex(a) for a in (*g, *ans) if a is not None):
+                g = tuple([None if gi is None else xp.conj(gi) for gi in g])
+                out = rule(xp, g, ans, *xs, **params)
+                return None if out is None else xp.conj(out)
+            return rule(xp, g, ans, *xs, **params)
         if is_complex(g) or is_complex(ans):
             return xp.conj(rule(xp, xp.conj(g), ans, *xs, **params))
         return rule(xp, g, ans, *xs, **params)

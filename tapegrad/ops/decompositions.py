@@ -1,10 +1,10 @@
-"""Matrix decompositions: eigh, eig, svd and qr, each one op whose output packs all its factors.
+"""Matrix decompositions: eigh, eig, svd, qr and lu, each one op with several outputs (its factors).
 
-A decomposition has several outputs and a tape entry has one, so each op returns its factors packed in one
-array (eigh, eig: the eigenvalues as a first row above the eigenvectors; svd, qr: the factors flattened and
-joined on the last axis) and the public functions slice them apart; the rule gets every factor's cotangent
-at once (zeros for the factors nobody used). The rules are written in PyTorch's adjoint convention, with
-conjugate transposes, and conjugated into tapegrad's (``adjoint_form``).
+Each op declares its outputs in its row (``outputs=("w", "v")``): its forward returns the factors, the op a
+tuple of tensors, and the tape records one entry whose rule gets every factor's cotangent at once (None for a
+factor nobody used: the values alone, as ``eigvalsh`` and ``svdvals`` read them, take a shorter rule). The
+rules are written in PyTorch's adjoint convention, with conjugate transposes, and conjugated into tapegrad's
+(``adjoint_form``).
 
 Where the derivative does not exist
 -----------------------------------
@@ -52,47 +52,13 @@ from ..backend import to_numpy
 from ..registry import defop
 from ._complex import complex_dtype, data_of, finfo_eps, is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_embed, diag_part, diagonal, mH, native, triangle_read
-from ._rules import in_rule
-from .complex_numbers import real
-from .linalg import _solve_op, _solve_triangular_op, check_matrices, shape_of
-from .shape import reshape
+from ._rules import constants, in_rule
+from .linalg import _solve_op, _solve_triangular_op, check_matrices
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 EigResult = namedtuple("EigResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 QRResult = namedtuple("QRResult", "Q R")
-
-
-# -- packing ----------------------------------------------------------------------------------------------
-def _rows(xp, values, vectors):
-    """Eigenvalues (..., n) as a first row above eigenvectors (..., n, n): one array (..., n + 1, n)."""
-    return xp.concatenate([xp.expand_dims(xp.astype(values, vectors.dtype), -2), vectors], axis=-2)
-
-
-def _flat(xp, parts):
-    batch = tuple(parts[0].shape[:-2]) if parts[0].ndim >= 2 else ()
-    dtype = parts[0].dtype
-    return xp.concatenate([xp.reshape(xp.astype(p, dtype), batch + (-1,)) for p in parts], axis=-1)
-
-
-def _unflat(xp, packed, shapes):
-    """The parts of a packed array: one per core shape in ``shapes``, in order."""
-    batch, out, start = tuple(packed.shape[:-1]), [], 0
-    for shape in shapes:
-        size = int(np.prod(shape, dtype=np.int64))
-        out.append(xp.reshape(packed[..., start : start + size], batch + tuple(shape)))
-        start += size
-    return out
-
-
-def _svd_shapes(m, n, full_matrices):
-    k = min(m, n)
-    return ((m, m if full_matrices else k), (k,), (n if full_matrices else k, n))
-
-
-def _qr_shapes(m, n, complete):
-    k = m if complete else min(m, n)
-    return ((m, k), (k, n))
 
 
 # -- forwards ---------------------------------------------------------------------------------------------
@@ -104,23 +70,53 @@ def _eigh(a, UPLO="L", *, xp=np):
             w, v = xp.linalg.eigh(a, UPLO=UPLO)
         except TypeError:  # the array API reads the lower triangle: that of a^H is the upper one of a
             w, v = xp.linalg.eigh(xp.conj(xp.swapaxes(a, -1, -2)))
-    return _rows(xp, native(xp, w), native(xp, v))
+    return native(xp, w), native(xp, v)
 
 
 def _eig(a, *, xp=np):
     w, v = xp.linalg.eig(a)
     c = complex_dtype(xp, a.dtype)  # always complex, as JAX and PyTorch (NumPy: real when all eigenvalues are)
-    return _rows(xp, xp.astype(native(xp, w), c), xp.astype(native(xp, v), c))
+    return xp.astype(native(xp, w), c), xp.astype(native(xp, v), c)
 
 
 def _svd(a, full_matrices=False, *, xp=np):
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
-    return _flat(xp, [native(xp, u), native(xp, s), native(xp, vh)])
+    return native(xp, u), native(xp, s), native(xp, vh)
 
 
 def _qr(a, complete=False, *, xp=np):
     q, r = xp.linalg.qr(a, mode="complete" if complete else "reduced")
-    return _flat(xp, [native(xp, q), native(xp, r)])
+    return native(xp, q), native(xp, r)
+
+
+def _lu(a):
+    """P, L, U with a = P @ L @ U (SciPy's ``scipy.linalg.lu``): Gaussian elimination with partial pivoting on
+    each square matrix of ``a``, batched (one vectorized step per column); NumPy arrays only."""
+    if a.__class__ is not np.ndarray:
+        raise NotImplementedError(
+            f"lu: computed with NumPy, not on {type(a).__module__}.{type(a).__name__} arrays; convert the matrix to "
+            "a NumPy array first (tg.Tensor(np.asarray(...)))"
+        )
+    u = np.array(a, dtype=np.result_type(a.dtype, np.float64) if a.dtype.kind in "biu" else a.dtype, copy=True)
+    *batch, n, _ = u.shape
+    lower = np.zeros_like(u)
+    perm = np.broadcast_to(np.arange(n), (*batch, n)).copy()
+    flat_u, flat_l, flat_p = u.reshape(-1, n, n), lower.reshape(-1, n, n), perm.reshape(-1, n)
+    every = np.arange(flat_u.shape[0])
+    for k in range(n):
+        pivot = k + np.argmax(np.abs(flat_u[:, k:, k]), axis=-1)  # the largest entry of the column below k
+        for m in (flat_u, flat_l, flat_p):
+            m[every, k], m[every, pivot] = m[every, pivot].copy(), m[every, k].copy()
+        head = flat_u[:, k, k]
+        safe = np.where(head == 0, 1, head)
+        factors = np.where((head == 0)[:, None], 0, flat_u[:, k + 1 :, k] / safe[:, None])
+        flat_l[:, k + 1 :, k] = factors
+        flat_u[:, k + 1 :, :] -= factors[:, :, None] * flat_u[:, k, None, :]
+    flat_l[:, np.arange(n), np.arange(n)] = 1
+    p = np.zeros_like(flat_u, dtype=flat_u.real.dtype)
+    p[every[:, None], flat_p, np.arange(n)] = 1  # P[perm[j], j] = 1: row j of P^T a is row perm[j] of a
+    shape = u.shape
+    return p.reshape(shape), flat_l.reshape(shape), np.triu(flat_u.reshape(shape))
 
 
 # -- checks where the derivative does not exist -------------------------------------------------------------
@@ -197,27 +193,37 @@ def _divide_off_degenerate(xp, numerator, gap, degenerate):
 # -- rules (adjoint convention, see the module docstring) ------------------------------------------------
 @adjoint_form
 def _eigh_vjp(xp, g, ans, a, UPLO="L"):
-    n = ans.shape[-1]
-    w, v = real_if_complex(xp, ans[..., 0, :]), ans[..., 1:, :]
-    gw, gv = real_if_complex(xp, g[..., 0, :]), g[..., 1:, :]
-    vhgv = xp.matmul(mH(xp, v), gv)
-    skew = (vhgv - mH(xp, vhgv)) * 0.5
+    (w, v), (gw, gv) = ans, g
+    n = w.shape[-1]
+    w = real_if_complex(xp, w)
     gap = xp.expand_dims(w, -2) - xp.expand_dims(w, -1)  # w_j - w_i
     degenerate, _ = _gap_mask(xp, w, gap)
-    _check_degenerate("eigh", degenerate, [vhgv], skew, "eigenvalues")
-    if is_complex(v):
-        _check_phase("eigh", xp.imag(diagonal(xp, vhgv)), vhgv)
-    inner = _divide_off_degenerate(xp, skew, gap, degenerate) + diag_embed(xp, _shared(xp, gw, degenerate), n)
+    inner = None if gw is None else diag_embed(xp, _shared(xp, real_if_complex(xp, gw), degenerate), n)
+    if gv is not None:  # the values alone (eigvalsh) need no more than V diag(gw) V^H
+        vhgv = xp.matmul(mH(xp, v), gv)
+        skew = (vhgv - mH(xp, vhgv)) * 0.5
+        _check_degenerate("eigh", degenerate, [vhgv], skew, "eigenvalues")
+        if is_complex(v):
+            _check_phase("eigh", xp.imag(diagonal(xp, vhgv)), vhgv)
+        off = _divide_off_degenerate(xp, skew, gap, degenerate)
+        inner = off if inner is None else off + inner
     G = xp.matmul(xp.matmul(v, inner), mH(xp, v))
     return like(xp, triangle_read(xp, G, lower=UPLO == "L"), a)
+
+
+def _zero_if_none(xp, g, of):
+    """The cotangent ``g`` of output ``of``, zeros where nobody used it (for rules that read it anyway)."""
+    if g is not None:
+        return g
+    return constants(xp, of).zeros(tuple(of.shape), dtype=data_of(of).dtype)
 
 
 @adjoint_form
 def _eig_vjp(xp, g, ans, a):
     solve = in_rule(xp, _solve_op)
-    n = ans.shape[-1]
-    w, v = ans[..., 0, :], ans[..., 1:, :]
-    gw, gv = g[..., 0, :], g[..., 1:, :]
+    w, v = ans
+    n = w.shape[-1]
+    gw, gv = _zero_if_none(xp, g[0], w), _zero_if_none(xp, g[1], v)
     vh = mH(xp, v)
     vhgv = xp.matmul(vh, gv)
     d = xp.real(diagonal(xp, vhgv))
@@ -267,10 +273,12 @@ def _leftover(op, g, what, instead=None):
 def _svd_vjp(xp, g, ans, a, full_matrices=False):
     m, n = a.shape[-2:]
     k = min(m, n)
-    shapes = _svd_shapes(m, n, full_matrices)
-    u, s, vh = _unflat(xp, ans, shapes)
-    gu, gs, gvh = _unflat(xp, g, shapes)
-    s, gs = real_if_complex(xp, s), real_if_complex(xp, gs)
+    u, s, vh = ans
+    s = real_if_complex(xp, s)
+    if g[0] is None and g[2] is None:  # the values alone (svdvals): U diag(gs) V^H
+        return like(xp, _svd_values(xp, u[..., :, :k], s, vh[..., :k, :], real_if_complex(xp, g[1])), a)
+    gu, gs, gvh = (_zero_if_none(xp, gi, x) for gi, x in zip(g, ans))
+    gs = real_if_complex(xp, gs)
     if full_matrices:
         if m > k:
             _leftover("svd", gu[..., :, k:], "the columns of U beyond min(m, n), an arbitrary basis of a complement")
@@ -309,6 +317,11 @@ def _svd_vjp(xp, g, ans, a, full_matrices=False):
     return like(xp, ga, a)
 
 
+def _svd_values(xp, u, s, vh, gs):
+    degenerate, _ = _gap_mask(xp, s * s, xp.expand_dims(s * s, -2) - xp.expand_dims(s * s, -1))
+    return xp.matmul(u * xp.expand_dims(_shared(xp, gs, degenerate), -2), vh)
+
+
 def _check_rank(r, gq, gr):
     """Raise where R's leading square block has a diagonal entry at 0 (to sqrt(eps) of the largest) and the
     loss reads Q or R: the rule solves with that block, and past the rank Q's columns are arbitrary."""
@@ -336,8 +349,8 @@ def _qr_tall(xp, st, q, r, gq, gr):
 def _qr_vjp(xp, g, ans, a, complete=False):
     st = in_rule(xp, _solve_triangular_op)
     m, n = a.shape[-2:]
-    q, r = _unflat(xp, ans, _qr_shapes(m, n, complete))
-    gq, gr = _unflat(xp, g, _qr_shapes(m, n, complete))
+    q, r = ans
+    gq, gr = _zero_if_none(xp, g[0], q), _zero_if_none(xp, g[1], r)
     if complete and m > n:
         _leftover("qr", gq[..., :, n:], "the columns of Q beyond n, an arbitrary basis of a complement")
         q, gq, r, gr = q[..., :, :n], gq[..., :, :n], r[..., :n, :], gr[..., :n, :]
@@ -352,11 +365,45 @@ def _qr_vjp(xp, g, ans, a, complete=False):
     return like(xp, xp.concatenate([gx, xp.matmul(q, gd)], axis=-1), a)
 
 
+@adjoint_form
+def _lu_vjp(xp, g, ans, a):
+    # a = P L U; with X = L^{-1} P^T dA U^{-1}: dL = L tril(X, -1), dU = triu(X) U, so
+    # gA = P L^{-H} (tril(L^H gL, -1) + triu(gU U^H)) U^{-H} (P is piecewise constant: its cotangent is dropped)
+    st = in_rule(xp, _solve_triangular_op)
+    p, lower, upper = ans
+    _, gl, gu = g
+    if gl is None and gu is None:
+        return None
+    _check_lu_rank(upper)
+    if gl is None:
+        inner = xp.triu(xp.matmul(gu, mH(xp, upper)))
+    elif gu is None:
+        inner = xp.tril(xp.matmul(mH(xp, lower), gl), k=-1)
+    else:
+        inner = xp.tril(xp.matmul(mH(xp, lower), gl), k=-1) + xp.triu(xp.matmul(gu, mH(xp, upper)))
+    right = mH(xp, st(upper, mH(xp, inner), lower=False))  # inner U^{-H}
+    left = st(mH(xp, lower), right, lower=False, unit_diagonal=True)  # L^{-H} inner U^{-H}
+    return like(xp, xp.matmul(p, left), a)
+
+
+def _check_lu_rank(upper):
+    d = np.abs(np.diagonal(to_numpy(data_of(upper)), axis1=-2, axis2=-1))
+    if np.any(d <= d.max(axis=-1, keepdims=True, initial=0.0) * math.sqrt(finfo_eps(d.dtype))):
+        raise ValueError(
+            "lu: the matrix is singular (U has a 0 on its diagonal, to rounding), where L and U have no "
+            "derivative (the factorization is not unique); differentiate a function of an invertible matrix, "
+            "or use svd or pinv"
+        )
+
+
 # fmt: off
-_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
-_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
-_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
-_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
+                 refuses={"dask": dask.LINALG})
+_eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
+                refuses={"dask": dask.LINALG})
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", outputs=("U", "S", "Vh"), refuses={"dask": dask.LINALG})
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", outputs=("Q", "R"), refuses={"dask": dask.LINALG})
+_lu_op = defop("lu", _lu, _lu_vjp, save="x.shape ans", outputs=("P", "L", "U"), refuses={"dask": dask.LINALG})
 # fmt: on
 
 
@@ -377,9 +424,7 @@ def eigh(a, UPLO="L"):
     check_matrices(a, "eigh")
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    packed = _eigh_op(a, UPLO=UPLO)
-    w = packed[..., 0, :]
-    return EighResult(real(w) if is_complex(packed) else w, packed[..., 1:, :])
+    return EighResult(*_eigh_op(a, UPLO=UPLO))
 
 
 def eigvalsh(a, UPLO="L"):
@@ -406,8 +451,7 @@ def eig(a):
     Tensor([2.+0.j, 1.+0.j], dtype=complex128)
     """
     check_matrices(a, "eig")
-    packed = _eig_op(a)
-    return EigResult(packed[..., 0, :], packed[..., 1:, :])
+    return EigResult(*_eig_op(a))
 
 
 def eigvals(a):
@@ -436,10 +480,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     Tensor([3., 2.])
     """
     check_matrices(a, "svd", square=False)
-    m, n = shape_of(a)[-2:]
     full = bool(full_matrices) and bool(compute_uv)
-    u, s, vh = _unflat_tensors(_svd_op(a, full_matrices=full), _svd_shapes(m, n, full))
-    s = real(s) if is_complex(s) else s
+    u, s, vh = _svd_op(a, full_matrices=full)
     return SVDResult(u, s, vh) if compute_uv else s
 
 
@@ -468,16 +510,23 @@ def qr(a, mode="reduced"):
     check_matrices(a, "qr", square=False)
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r' ('raw' has no gradient), got {mode!r}")
-    m, n = shape_of(a)[-2:]
     complete = mode == "complete"
-    q, r = _unflat_tensors(_qr_op(a, complete=complete), _qr_shapes(m, n, complete))
+    q, r = _qr_op(a, complete=complete)
     return r if mode == "r" else QRResult(q, r)
 
 
-def _unflat_tensors(packed, shapes):
-    batch, out, start = tuple(packed.shape[:-1]), [], 0
-    for shape in shapes:
-        size = int(np.prod(shape, dtype=np.int64))
-        out.append(reshape(packed[..., start : start + size], batch + tuple(shape)))
-        start += size
-    return out
+def lu(a):
+    """LU decomposition with partial pivoting of each square matrix, as SciPy's ``scipy.linalg.lu``: ``P, L,
+    U`` with ``a = P @ L @ U``, P a permutation matrix, L unit lower triangular, U upper triangular (batched over
+    leading axes). The gradient of L and U needs an invertible matrix (a 0 on U's diagonal raises); P is
+    piecewise constant and gets none.
+
+    >>> import tapegrad as tg
+    >>> from tapegrad import linalg as la
+    >>> p, l, u = la.lu(tg.Tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> u
+    Tensor([[3.        , 4.        ],
+            [0.        , 0.66666667]])
+    """
+    check_matrices(a, "lu")
+    return _lu_op(a)

@@ -27,7 +27,6 @@ from ..registry import defop
 from ._complex import finfo_eps, is_complex, like, real_if_complex
 from ._matrix import mT, native
 from ._rules import constants, data, in_rule, recorded
-from .complex_numbers import real
 from .cumulative import _product_of_others
 from .decompositions import svd
 from .linalg import _inv_op, check_matrices
@@ -41,8 +40,7 @@ def _det(a, *, xp=np):
 
 def _slogdet(a, *, xp=np):
     sign, logabsdet = xp.linalg.slogdet(a)
-    sign, logabsdet = native(xp, sign), native(xp, logabsdet)
-    return xp.stack([sign, xp.astype(logabsdet, sign.dtype)], axis=-1)  # packed: (..., 2)
+    return native(xp, sign), native(xp, logabsdet)
 
 
 def _singular_values(ns, a):
@@ -108,18 +106,23 @@ def _det_vjp(xp, g, ans, a):
 
 def _slogdet_vjp(xp, g, ans, a):
     # log det A = logabsdet + i theta is holomorphic with derivative A^{-T}; sign = e^{i theta}
-    glog = real_if_complex(xp, g[..., 1])
-    c = glog + 1j * xp.imag(g[..., 0] * ans[..., 0]) if is_complex(ans) else glog
-    singular = np.real(to_numpy(data(ans))[..., 1]) == -np.inf  # LU found a zero pivot
+    (sign, logabsdet), (gsign, glog) = ans, g
+    phase = is_complex(sign) and gsign is not None  # a real sign is piecewise constant: no gradient
+    if glog is None and not phase:
+        return None
+    glog = None if glog is None else real_if_complex(xp, glog)
+    c = xp.imag(gsign * sign) * 1j if phase else None
+    c = glog if c is None else (c if glog is None else glog + c)
+    singular = np.real(to_numpy(data(logabsdet))) == -np.inf  # LU found a zero pivot
     if singular.any():
         # what the loss reads of a singular matrix: logabsdet, and for complex a the phase (sign is 0 there)
-        read = to_numpy(data(glog)) != 0
-        if is_complex(ans):
-            read = read | (to_numpy(data(g))[..., 0] != 0)
+        read = np.zeros(singular.shape, bool) if glog is None else to_numpy(data(glog)) != 0
+        if phase:
+            read = read | (to_numpy(data(gsign)) != 0)
         if np.any(read[singular]):
             raise ValueError(
                 "slogdet: the matrix is singular (det = 0, so logabsdet = -inf), where log|det| "
-                f"{'and the phase of det have' if is_complex(ans) else 'has'} no derivative; differentiate det "
+                f"{'and the phase of det have' if is_complex(sign) else 'has'} no derivative; differentiate det "
                 "(its gradient at a singular matrix is the cofactor matrix), or keep the matrix invertible (add a "
                 "multiple of the identity)"
             )
@@ -131,8 +134,10 @@ def _slogdet_vjp(xp, g, ans, a):
 
 
 # fmt: off
-_det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
-_slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG}, jvp="transpose",
+                batch="leading")
+_slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", outputs=("sign", "logabsdet"),
+                    refuses={"dask": dask.LINALG})
 # fmt: on
 
 
@@ -164,6 +169,4 @@ def slogdet(a):
     (1.0, 1.791759)
     """
     check_matrices(a, "slogdet")
-    packed = _slogdet_op(a)
-    logabsdet = packed[..., 1]
-    return SlogdetResult(packed[..., 0], real(logabsdet) if is_complex(packed) else logabsdet)
+    return SlogdetResult(*_slogdet_op(a))
