@@ -245,39 +245,46 @@ def _elementwise(op):
 
 
 def _transposed(op):
+    """The VJP rule transposed: ``J t`` is the gradient in ``u`` of ``Re <vjp(u), t>`` (for an op with several
+    outputs, one ``u`` per output, and a tangent per output)."""
+
     def rule(xp, tangents, ans, *inputs, **params):
-        a = _data(ans)
+        several = isinstance(ans, tuple)
+        answers = ans if several else (ans,)
         # a recorded rule reads its saved values as tensors (constants here, unless outer levels or tapes know them)
         inputs = [Tensor._wrap(x) if isinstance(x, np.ndarray) else x for x in inputs]
-        ans = ans if isinstance(ans, Tensor) else Tensor._wrap(a)
+        answers = tuple(v if isinstance(v, Tensor) else Tensor._wrap(np.asarray(v)) for v in answers)
         with record() as tape:
-            u = Tensor(np.zeros(a.shape, a.dtype))
-            tape.watch(u)
-            rxp = tensor_rules
+            us = [Tensor(np.zeros(v.shape, v.dtype)) for v in answers]
+            tape.watch(*us)
+            u, a = (tuple(us), answers) if several else (us[0], answers[0])
             if op.joint:
-                grads = op.vjps[0](rxp, u, ans, *inputs, **params)
-            elif op.variadic:
-                grads = [op.vjps[i](rxp, u, ans, *inputs, **params) if t is not None else None
-                         for i, t in enumerate(tangents)]  # fmt: skip
+                grads = op.vjps[0](tensor_rules, u, a, *inputs, **params)
             else:
-                grads = [op.vjps[i](rxp, u, ans, *inputs, **params) if t is not None else None
+                grads = [op.vjps[i](tensor_rules, u, a, *inputs, **params) if t is not None else None
                          for i, t in enumerate(tangents)]  # fmt: skip
-            s = None
-            for g, t, x in zip(grads, tangents, inputs):
-                if g is None or t is None:
-                    continue
-                if op.broadcast and np.shape(_data(g)) != np.shape(_data(x)):
-                    g = unbroadcast(tensor_rules, g, np.shape(_data(x)))
-                p = (g * t).sum()
-                p = tensor_rules.real(p) if is_complex(_data(p)) else p
-                s = p if s is None else s + p
-        if s is None or not (isinstance(s, Tensor) and s._node is not None):
+            s = _paired(op, grads, tangents, inputs)
+        if s is None:
             tape.release()
             return None
-        (jt,) = tape.gradient(s, [u], unconnected="zero")
-        return jt
+        jts = tape.gradient(s, us, unconnected="zero")
+        return tuple(jts) if several else jts[0]
 
     return rule
+
+
+def _paired(op, grads, tangents, inputs):
+    """``Re sum_i <grads_i, tangents_i>``, or None where nothing is connected."""
+    s = None
+    for g, t, x in zip(grads, tangents, inputs):
+        if g is None or t is None:
+            continue
+        if op.broadcast and np.shape(_data(g)) != np.shape(_data(x)):
+            g = unbroadcast(tensor_rules, g, np.shape(_data(x)))
+        p = (g * t).sum()
+        p = tensor_rules.real(p) if is_complex(_data(p)) else p
+        s = p if s is None else s + p
+    return s if isinstance(s, Tensor) and s._node is not None else None
 
 
 def _symbolic(lv, levels_below, tangents, args) -> bool:
@@ -339,7 +346,7 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
     if symbolic:
         xp, inputs, ans = tensor_rules, args, out
     else:
-        xp, ans = numpy_rules, out._data
+        xp, ans = numpy_rules, (tuple(o._data for o in out) if isinstance(out, tuple) else out._data)
         inputs = [a._data if isinstance(a, Tensor) else a for a in args]
     token = FORWARD.set(below)  # the rule's own ops are this level's computation: only outer levels see them
     try:
@@ -352,7 +359,13 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
             t = rule(xp, tuple(tangents), ans, *inputs, **params)
     finally:
         FORWARD.reset(token)
-    if t is not None:
+    if t is None:
+        return
+    if isinstance(out, tuple):  # an op with several outputs: a tangent for each
+        for o, ti in zip(out, t):
+            if ti is not None:
+                set_tangent(o, lv, _fit(ti, o, symbolic))
+    else:
         set_tangent(out, lv, _fit(t, out, symbolic))
 
 
