@@ -306,6 +306,13 @@ def _what(data) -> str:
 def _inplace(t, other, ufunc, inplace_operator, symbol):
     if TRACING.n:
         concrete(t._data, f"in-place {symbol}")
+        if getattr(t._node or t, "_tangents", None) or (
+            isinstance(other, Tensor) and getattr(other._node or other, "_tangents", None)
+        ):
+            raise RuntimeError(
+                f"in-place {symbol} on a tensor with a tangent (inside jvp, jacfwd, hvp or linearize): its tangent "
+                f"would not follow. Write x = x {symbol[0]} y"
+            )
     if is_recording() and (t.requires_grad or t._node is not None):
         raise RuntimeError(
             f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "

@@ -35,7 +35,7 @@ import numpy as np
 
 from ._batched import Batched
 from ._shapes import unbroadcast
-from ._state import ACTIVE, FORWARD, TRACING
+from ._state import ACTIVE, FORWARD, TRACER, TRACING
 from ._tensor import Tensor
 from .backend import is_complex
 from .backend.numpy_rules import numpy_rules
@@ -88,10 +88,21 @@ def level(what: str):
 
 def _tangents(x):
     """The tangents of tensor ``x`` by level: kept on its node when it has one (a recorded replay wraps the saved
-    values in new tensors of the same node), else on the tensor."""
+    values in new tensors of the same node), else on the tensor. An output of an op with several outputs keeps
+    them on its entry's group as well, so that a node made for an output that died (a replay reading it) finds
+    them."""
     if not isinstance(x, Tensor):
         return None
-    return getattr(x._node or x, "_tangents", None)
+    holder = x._node or x
+    d = getattr(holder, "_tangents", None)
+    if d is None and x._node is not None:
+        group = getattr(holder, "group", None)
+        per = getattr(group, "_tangents", None) if group is not None else None
+        if per:
+            i = next((k for k, r in enumerate(group.parts) if r() is holder), None)
+            if i is not None:
+                d = {lv: ts[i] for lv, ts in per.items() if ts[i] is not None}
+    return d
 
 
 def tangent_of(x, lv):
@@ -114,6 +125,15 @@ def set_tangent(x: Tensor, lv, t) -> None:
         holder._tangents = {lv: t}
     else:
         d[lv] = t
+    group = getattr(holder, "group", None) if x._node is not None else None
+    if group is not None:  # an output of an op with several outputs: on its group too, by position
+        per = getattr(group, "_tangents", None)
+        if per is None:
+            per = group._tangents = {}
+        ts = per.setdefault(lv, [None] * len(group.parts))
+        for k, r in enumerate(group.parts):
+            if r() is holder:
+                ts[k] = t
 
 
 def rule_of(op: Op):
@@ -289,7 +309,7 @@ def _paired(op, grads, tangents, inputs):
 
 def _symbolic(lv, levels_below, tangents, args) -> bool:
     """Whether a rule computes on tensors: an outer level or tape needs its ops, or a value is not NumPy's."""
-    if levels_below or lv.outer:
+    if levels_below or lv.outer or TRACER.get() is not None:  # tg.compile's tracer must see the rule's ops too
         return True
     for t in tangents:
         if isinstance(t, Tensor):
@@ -328,7 +348,7 @@ def _step(levels, op, args, params, out):
     for i, lv in enumerate(levels):
         tangents = None
         for j, a in enumerate(args):
-            d = getattr(a._node or a, "_tangents", None) if isinstance(a, Tensor) else None
+            d = _tangents(a)
             if d:
                 t = d.get(lv)
                 if t is not None:

@@ -1,4 +1,5 @@
-"""Function transforms on top of the tape: grad, value_and_grad, vjp, jvp, jacobian, hessian, hvp.
+"""Function transforms on top of the tape: grad, value_and_grad, vjp, jvp, linearize, jacobian, jacfwd, jacrev,
+hessian, hvp (vmap is :mod:`tapegrad.batching`'s).
 
 Contract
 --------
@@ -12,12 +13,11 @@ Contract
 - **Tapes.** Each call records on tapes of its own and releases every one of them before returning, also
   when ``f`` raises; the tape ``vjp`` returns inside ``vjp_fn`` is released when ``vjp_fn`` is dropped (or by
   ``vjp_fn.release()``). A tape the thread kept for a later ``loss.backward()`` is kept through the call.
-- **Forward mode.** ``jvp`` uses the double-VJP trick rather than a tangent pass: ``u -> J^T u`` computed on
-  a recorded replay is linear in the cotangent ``u``, and the gradient in ``u`` of ``Re sum(J^T u * t)`` is
-  ``J t`` (for complex values too: the VJP is the JVP's transpose under that real pairing, JAX's). It costs
-  one forward and two reverse passes, and needs no second table of forward rules: every op whose rule is
-  written with ``xp`` (all built-in ops, and custom ops written that way) supports it. ``jacobian`` uses
-  the same recorded ``u -> J^T u`` to compute tall Jacobians column by column.
+- **Forward mode.** ``jvp``, ``linearize`` and ``jacfwd`` propagate tangents beside the forward pass, one JVP
+  rule per op (:mod:`tapegrad.forward`), with no tape; ``hvp`` is ``jvp`` of ``grad`` and ``hessian`` is
+  ``jacfwd(jacrev(f))`` (forward over reverse). ``jacfwd`` is ``vmap`` (:mod:`tapegrad.batching`) of ``jvp``
+  over the input's basis. The double-VJP columns (``u -> J^T u`` recorded once, then one replay per input
+  element) remain for the complex Jacobians of a holomorphic ``f``.
 """
 
 from __future__ import annotations

@@ -122,6 +122,36 @@ def test_second_order_jvp_matches_finite_differences(case, data):
         assert check_jvp(of(kwargs), xs, second=True)
 
 
+@pytest.mark.parametrize("case", OPS, ids=IDS)
+@settings(max_examples=max(2, FEW // 2))
+@given(data=st.data())
+def test_forward_over_reverse_equals_reverse_over_reverse(case, data):
+    """hvp (the tangent of grad: forward over reverse, through every rule's ops) against the gradient of
+    <grad, v> (reverse over reverse), for a weighted sum of the op's output."""
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    xs, of = _split(case, arrays)
+    f = of(kwargs)
+    out = _value(f, xs)
+    if not xs or np.iscomplexobj(out):
+        return
+    rng = np.random.default_rng(0)
+    w = rng.uniform(0.5, 1.5, out.shape)
+    vs = tuple(rng.standard_normal(np.shape(x)) for x in xs)
+
+    def loss(xs):
+        return (f(*xs) * w).sum()
+
+    got = tg.hvp(loss, tuple(xs), vs)
+
+    def pairing(xs):
+        return sum((g * v).sum() for g, v in zip(tg.grad(loss)(xs), vs))
+
+    want = tg.grad(pairing)(tuple(xs))
+    for a, b in zip(got, want):
+        scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10 * scale)
+
+
 @pytest.mark.parametrize("case,shapes,kwargs", FIRST, ids=[c.name for c, _, _ in FIRST])
 def test_jvp_on_complex_input_matches_finite_differences_and_the_vjp(case, shapes, kwargs):
     if not _accepts_complex(case, shapes, kwargs):
@@ -252,3 +282,14 @@ def test_bad_tangents_are_refused_naming_the_shapes():
         tg.jvp(tg.exp, (np.ones(3),), (np.ones(2),))
     with pytest.raises(TypeError, match="complex tangent for a real primal"):
         tg.jvp(tg.exp, (np.ones(2),), (np.ones(2) * 1j,))
+
+
+def test_an_in_place_change_of_a_tensor_with_a_tangent_is_refused():
+    def f(x):
+        y = x * 2.0
+        y *= 3.0
+        return y
+
+    with pytest.raises(RuntimeError, match="in-place \\*= on a tensor with a tangent"):
+        tg.jvp(f, (np.ones(2),), (np.ones(2),))
+    assert FORWARD.get() == () and TRACING.n == 0

@@ -67,7 +67,7 @@ class Outputs:
     (None for an output nobody used).
     """
 
-    __slots__ = ("tape", "parts", "__weakref__")
+    __slots__ = ("tape", "parts", "_tangents", "__weakref__")  # _tangents: forward mode's, per output (by level)
 
 
 def outputs_of(group) -> list:

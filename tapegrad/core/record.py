@@ -86,10 +86,10 @@ def apply(op, args, params):
         t.requires_grad = False
         t._node = None
     if TRACING.n:
+        _trace(op, datas, params, t)  # first: a tangent rule that reads t is then traced reading a traced value
         levels = FORWARD.get()
         if levels:
             _TANGENTS[0](levels, op, args, params, t)
-        _trace(op, datas, params, t)
     return t
 
 
@@ -337,10 +337,6 @@ def apply_several(op, args, params) -> tuple:
         datas = _lists_as_arrays(op, args, datas)
     outs = _forward_several(op, args, datas, params, plain)
     ts = tuple(_wrap_output(o) for o in outs)
-    if TRACING.n:
-        levels = FORWARD.get()
-        if levels:  # an input with a tangent: forward mode's step raises, naming the op (no rule for several yet)
-            _TANGENTS[0](levels, op, args, params, ts)
     if active and mask:
         if foreign is not None:
             _foreign_inputs(op, srcs, top, active)
@@ -371,6 +367,9 @@ def apply_several(op, args, params) -> tuple:
             tape.append(e, ts, active)
     if TRACING.n:
         _trace(op, datas, params, ts)
+        levels = FORWARD.get()
+        if levels:  # after the outputs have their nodes: their tangents live there
+            _TANGENTS[0](levels, op, args, params, ts)
     return ts
 
 
