@@ -102,12 +102,22 @@ def current():
 
 # -- tracing (tapegrad.compile) ----------------------------------------------------------------------------
 class _Tracing:
-    """``TRACING.n``: the traces in progress, in every context (the check ops make before anything else)."""
+    """``TRACING.n``: the traces in progress (tg.compile's, forward mode's and vmap's levels), in every context
+    (the check ops make before anything else); ``enter()`` and ``exit()`` change it under one lock."""
 
-    __slots__ = ("n",)
+    __slots__ = ("n", "_lock")
 
     def __init__(self):
         self.n = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            self.n += 1
+
+    def exit(self) -> None:
+        with self._lock:
+            self.n -= 1
 
 
 TRACING = _Tracing()

@@ -313,6 +313,8 @@ def _inplace(t, other, ufunc, inplace_operator, symbol):
                 f"in-place {symbol} on a tensor with a tangent (inside jvp, jacfwd, hvp or linearize): its tangent "
                 f"would not follow. Write x = x {symbol[0]} y"
             )
+        if hasattr(t, "_levels") or hasattr(other, "_levels"):  # vmap's Batched: the batch would not line up
+            raise RuntimeError(f"in-place {symbol} on a batched tensor inside vmap: write x = x {symbol[0]} y")
     if is_recording() and (t.requires_grad or t._node is not None):
         raise RuntimeError(
             f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "

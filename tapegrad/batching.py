@@ -58,11 +58,11 @@ class Level:
 def _level(size, loop):
     lv = Level(size, loop)
     token = BATCH.set(BATCH.get() + (lv,))
-    TRACING.n += 1
+    TRACING.enter()
     try:
         yield lv
     finally:
-        TRACING.n -= 1
+        TRACING.exit()
         BATCH.reset(token)
 
 

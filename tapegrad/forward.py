@@ -78,11 +78,11 @@ def level(what: str):
     """
     lv = Level(what)
     token = FORWARD.set(FORWARD.get() + (lv,))
-    TRACING.n += 1
+    TRACING.enter()
     try:
         yield lv
     finally:
-        TRACING.n -= 1
+        TRACING.exit()
         FORWARD.reset(token)
 
 

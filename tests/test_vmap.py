@@ -175,3 +175,11 @@ def test_bad_batches_are_refused_and_values_are_not_readable():
     with pytest.raises(ValueError, match="in_axes has 1 entries for 2 arguments"):
         tg.vmap(lambda a, b: a + b, in_axes=(0,))(np.ones(3), np.ones(3))
     assert tg.vmap(lambda a: a.shape[0] * a)(np.ones((3, 2))).tolist() == [[2.0, 2.0]] * 3  # one example's shape
+
+    def in_place(a):
+        a *= 2.0
+        return a
+
+    with pytest.raises(RuntimeError, match="in-place \\*= on a batched tensor"):
+        tg.vmap(in_place)(np.ones((3, 2)))
+    assert BATCH.get() == () and TRACING.n == 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import linecache
 import sys
-import threading
 
 import numpy as np
 
@@ -36,7 +35,6 @@ from .kernels import OUTPUT
 __all__ = ["Tracer", "trace", "where"]
 
 _LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
-_lock = threading.Lock()
 
 
 def where(line) -> str:
@@ -243,8 +241,7 @@ def trace(fn, arrays, spec):
     """Run ``fn`` once on ``arrays``, the dynamic leaves of its ``(args, kwargs)`` whose structure is ``spec``,
     while tracing; return the graph, the results' spec and the results (arrays, as the first call returns)."""
     tracer = Tracer()
-    with _lock:
-        TRACING.n += 1
+    TRACING.enter()
     token = TRACER.set(tracer)
     pending = keep_pending().__enter__()
     tape = record()
@@ -258,8 +255,7 @@ def trace(fn, arrays, spec):
         first = [_array_of(leaf) for leaf in out_leaves]
     finally:
         TRACER.reset(token)
-        with _lock:
-            TRACING.n -= 1
+        TRACING.exit()
         tape.release()
         pending.__exit__()
     graph = Graph(tracer.inputs, tracer.nodes, outputs)
