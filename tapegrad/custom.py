@@ -74,6 +74,7 @@ class CustomOp:
             broadcast=self.broadcast,
             doc=self.forward.__doc__,
             register=self.register,
+            jvp="transpose",  # forward mode: the rule transposed (written with xp, it runs on tensors)
         )
         return rule
 

@@ -44,6 +44,7 @@ from ._scope import (
     run,
     split_aux,
 )
+from ._state import is_recording, tracer
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_complex, is_floating
@@ -207,7 +208,7 @@ def jacobian(
             live = [o for o in outs if connected(o) and o.size]
             m, n = sum(o.size for o in live), sum(x.size for x in xs)
             # every column in one batched forward pass (jacfwd), once this scope is closed
-            batched = not holomorphic and (mode == "fwd" or (mode == "auto" and m > 2))
+            batched = not holomorphic and (mode == "fwd" or (mode == "auto" and m > 2)) and not _unbatchable()
             # Measured: a column costs about 1.25 rows, plus one recorded reverse pass (about 8 rows).
             columns = mode == "fwd" or (mode == "auto" and 4 * m > 5 * n + 32)
             computed = iter((_columns if columns else _rows)(t, live, xs, recording) if live and not batched else [])
@@ -231,6 +232,12 @@ def jacobian(
         return (jac, aux_out(aux, recording)) if has_aux else jac
 
     return jacobian_f
+
+
+def _unbatchable() -> bool:
+    """Whether vmap cannot batch here: a tape outside records (it would differentiate through the batch), or
+    tg.compile traces."""
+    return tracer() is not None or is_recording()
 
 
 def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
@@ -257,7 +264,16 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = F
     """
     if holomorphic:  # complex Jacobians of a holomorphic f: reverse over reverse, as before
         return jacobian(jacobian(f, argnums, holomorphic=True), argnums, holomorphic=True)
-    return jacfwd(jacrev(f, argnums), argnums)
+    batched = jacfwd(jacrev(f, argnums), argnums)
+    by_rows = jacrev(jacrev(f, argnums), argnums)
+
+    @functools.wraps(f)
+    def hessian_f(*args, **kwargs):
+        # under a tape that records (grad of hessian) or tg.compile's trace, vmap does not batch yet: reverse over
+        # reverse, one row per element
+        return (by_rows if _unbatchable() else batched)(*args, **kwargs)
+
+    return hessian_f
 
 
 def _check_complex(what, holomorphic, xs, outs) -> None:
