@@ -368,6 +368,11 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
     else:
         xp, ans = numpy_rules, (tuple(o._data for o in out) if isinstance(out, tuple) else out._data)
         inputs = [a._data if isinstance(a, Tensor) else a for a in args]
+    if not symbolic:  # on arrays: the rule calls no op (a transposed one works on fresh tensors of its own)
+        t = rule(xp, tuple(tangents), ans, *inputs, **params)
+        if t is not None:
+            _set_all(out, lv, t, False)
+        return
     token = FORWARD.set(below)  # the rule's own ops are this level's computation: only outer levels see them
     try:
         if symbolic and not (below or lv.outer) and ACTIVE.get():
@@ -379,8 +384,11 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
             t = rule(xp, tuple(tangents), ans, *inputs, **params)
     finally:
         FORWARD.reset(token)
-    if t is None:
-        return
+    if t is not None:
+        _set_all(out, lv, t, symbolic)
+
+
+def _set_all(out, lv, t, symbolic):
     if isinstance(out, tuple):  # an op with several outputs: a tangent for each
         for o, ti in zip(out, t):
             if ti is not None:
