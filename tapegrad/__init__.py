@@ -34,6 +34,18 @@ from . import (
 )
 from ._tensor import Tensor, tensor
 from .batching import vmap
+from .convenience import (
+    elementwise_grad,
+    fixed_point,
+    flatten,
+    flatten_func,
+    grad_named,
+    hessian_vector_product,
+    make_hvp,
+    make_jvp,
+    make_vjp,
+    multigrad_dict,
+)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -50,6 +62,7 @@ from .errors import (
 from .explorer import explore
 from .lazy import compute
 from .ops import *  # noqa: F403  (every op function; ops.__all__ lists them once)
+from .profiler import profile
 from .recompute import checkpoint
 from .registry import NONDIFF, REGISTRY, defnondiff, defop
 from .serialization import load, save
@@ -90,6 +103,7 @@ __all__ = [
     "InPlaceModificationError",
     "TapeBudgetError",
     "checkpoint",
+    "profile",
     "compile",
     "TracingError",
     "random",
@@ -128,6 +142,16 @@ __all__ = [
     "hessian",
     "hvp",
     "vmap",
+    "elementwise_grad",
+    "grad_named",
+    "multigrad_dict",
+    "make_vjp",
+    "make_jvp",
+    "make_hvp",
+    "hessian_vector_product",
+    "flatten",
+    "flatten_func",
+    "fixed_point",
     "custom_op",
     "CustomOp",
     "abs",

@@ -81,6 +81,19 @@ def parse_argnums(argnums, what, name="argnums", empty=False):
     raise TypeError(f"{what}: {name} must be an int or {kind}, got {argnums!r}")
 
 
+def argnums_of(argnums, argnum, what):
+    """``argnums``, or autograd's spelling ``argnum=`` where that was given instead (both: ``TypeError``).
+
+    >>> argnums_of(0, 1, "grad"), argnums_of((0, 1), None, "grad")
+    (1, (0, 1))
+    """
+    if argnum is None:
+        return argnums
+    if argnums != 0:
+        raise TypeError(f"{what}: pass argnums= or autograd's argnum=, not both (got {argnums!r} and {argnum!r})")
+    return argnum
+
+
 def check_argnums(nums, n, what, name="argnums", takes=None) -> tuple:
     """``nums`` as positions in ``range(n)`` (negative ones count from the end): one out of range, or two that
     name the same argument (``(0, 0)``, or ``(0, -1)`` of a one-argument function), raise ``ValueError``.

@@ -51,6 +51,7 @@ __all__ = [
     "TRACER",
     "FORWARD",
     "BATCH",
+    "PROBE",
     "tracer",
     "is_traced",
     "concrete",
@@ -102,8 +103,9 @@ def current():
 
 # -- tracing (tapegrad.compile) ----------------------------------------------------------------------------
 class _Tracing:
-    """``TRACING.n``: the traces in progress (tg.compile's, forward mode's and vmap's levels), in every context
-    (the check ops make before anything else); ``enter()`` and ``exit()`` change it under one lock."""
+    """``TRACING.n``: the traces and profiles in progress, and forward mode's and vmap's levels, in every context
+    (the check ops make before anything else): while it is 0, an op pays one attribute read for the tracer and
+    the probe together."""
 
     __slots__ = ("n", "_lock")
 
@@ -111,13 +113,10 @@ class _Tracing:
         self.n = 0
         self._lock = threading.Lock()
 
-    def enter(self) -> None:
+    def add(self, k: int) -> None:
+        """Count ``k`` more traces or profiles in progress (negative: fewer), atomically across threads."""
         with self._lock:
-            self.n += 1
-
-    def exit(self) -> None:
-        with self._lock:
-            self.n -= 1
+            self.n += k
 
 
 TRACING = _Tracing()
@@ -127,6 +126,9 @@ TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context
 FORWARD: ContextVar[tuple] = ContextVar("tapegrad_forward", default=())
 # vmap (tapegrad.batching): the batch levels open in this context, outermost first; TRACING.n counts them too.
 BATCH: ContextVar[tuple] = ContextVar("tapegrad_batch", default=())
+# This context's op probe while it is profiled (tapegrad.profiler): ``probe.start(op)`` before an op's forward,
+# ``probe.stop(op, datas, params, out)`` after it; it counts in TRACING.n while it is set.
+PROBE: ContextVar = ContextVar("tapegrad_probe", default=None)
 
 
 def tracer():

@@ -11,12 +11,12 @@ this module imports nothing of the engine.
 
 from __future__ import annotations
 
-import operator
 import sys
 
 import numpy as np
 
-from ._state import TRACING, concrete, is_recording, mark_modified, numpy_conversion, version_of, warn_escape
+from ._html import STYLE, array_html, esc
+from ._state import TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
@@ -226,21 +226,31 @@ class Tensor:
             extra = f", dtype={self._data.dtype}" + extra
         return f"Tensor({body}{extra})"
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows: shape, dtype, whether it needs a gradient or was recorded, its values (every
+        one when small, else statistics and a summary) and its gradient's, in HTML.
+
+        >>> import tapegrad as tg
+        >>> html = tg.Tensor([1.0, float("nan")], requires_grad=True)._repr_html_()
+        >>> "requires_grad" in html, '<span class="bad">nan</span>' in html
+        (True, True)
+        """
+        if TRACING.n:
+            concrete(self._data, "displaying t")
+        d = self._data
+        flags = [f for f, on in (("requires_grad", self.requires_grad), ("recorded", self._node is not None)) if on]
+        head = f"<b>Tensor</b> {esc(tuple(d.shape))} {esc(str(d.dtype).rsplit('.', 1)[-1])}"
+        head += "".join(f" &middot; {f}" for f in flags) + (f" &middot; name {esc(self.name)}" if self.name else "")
+        if d.__class__ is not np.ndarray:  # another library: its own repr says where the data is
+            return f"{STYLE}<div>{head}</div><pre>{esc(repr(d))}</pre>"
+        out = f"{STYLE}<div>{head}</div>{array_html(d)}"
+        if self.grad is not None and self.grad.__class__ is np.ndarray:
+            out += f"<div>grad</div>{array_html(self.grad)}"
+        return out
+
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 
-    # In-place operators change the data where it is (other references see it) and mark its memory changed.
-    # They are not differentiable: inside record() on a tensor that needs a gradient, write x = x + y.
-    def __iadd__(self, other):
-        return _inplace(self, other, np.add, operator.iadd, "+=")
-
-    def __isub__(self, other):
-        return _inplace(self, other, np.subtract, operator.isub, "-=")
-
-    def __imul__(self, other):
-        return _inplace(self, other, np.multiply, operator.imul, "*=")
-
-    def __itruediv__(self, other):
-        return _inplace(self, other, np.divide, operator.itruediv, "/=")
+    # Augmented assignment (x += y) is a row of tensor_methods' table: in place, or out of place inside record().
 
 
 def tensor(data, requires_grad: bool = False, dtype=None, name: str | None = None) -> Tensor:
@@ -303,7 +313,10 @@ def _what(data) -> str:
     return "None" if data is None else f"an object of type {type(data).__name__}"
 
 
-def _inplace(t, other, ufunc, inplace_operator, symbol):
+def update_in_place(t, other, ufunc, inplace_operator, symbol):
+    """``t <symbol> other`` written into ``t``'s memory (other references see it), marked changed so that a tape
+    that saved the array finds out. ``tensor_methods`` decides when an augmented assignment is this and when
+    it records a new value instead."""
     if TRACING.n:
         concrete(t._data, f"in-place {symbol}")
         if getattr(t._node or t, "_tangents", None) or (
@@ -315,11 +328,6 @@ def _inplace(t, other, ufunc, inplace_operator, symbol):
             )
         if hasattr(t, "_levels") or hasattr(other, "_levels"):  # vmap's Batched: the batch would not line up
             raise RuntimeError(f"in-place {symbol} on a batched tensor inside vmap: write x = x {symbol[0]} y")
-    if is_recording() and (t.requires_grad or t._node is not None):
-        raise RuntimeError(
-            f"in-place {symbol} on a tensor that needs a gradient, inside record(): it would change a value "
-            f"the tape may need. Write x = x {symbol[0]} y, or update it outside the block"
-        )
     other = other._data if isinstance(other, Tensor) else other
     data = t._data
     if data.__class__ is np.ndarray:

@@ -22,11 +22,14 @@ in place with :func:`set_numpy_protocols` (the slot is this module's, the table 
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 import tapegrad.ops as ops
 
-from ._tensor import Tensor
+from ._state import is_recording
+from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
 from .ops.indexing import At
 
@@ -157,6 +160,42 @@ def _at(x):
     return At(x)
 
 
+def _setitem(x, index, value):
+    """Tensors take no item assignment: a tape cannot record a write into memory; ``x.at[index].set(v)`` (or
+    ``.add(v)``) is the recorded spelling. One case is NumPy's and passes: outside ``record()``, ``x[i] += v``
+    with a basic index has already added into the view ``x[i]``, and Python then writes that view back onto itself.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0, 3.0])
+    >>> x[0:2] += 1.0
+    >>> x
+    Tensor([2., 3., 3.])
+    """
+    if isinstance(value, Tensor) and _is_view_of(value._data, x._data, index):
+        return
+    raise TypeError(
+        f"x[index] = v on a tensor of shape {x.shape}: tensors take no item assignment (a tape cannot record a "
+        "write into memory). Write x = x.at[index].set(v), or x = x.at[index].add(v) for x[index] += v"
+    )
+
+
+def _is_view_of(v, data, index) -> bool:
+    """Whether ``v`` is exactly the memory ``data[index]`` refers to (the same address, shape and strides)."""
+    if v.__class__ is not np.ndarray or data.__class__ is not np.ndarray or v.base is None:
+        return False
+    try:
+        view = data[_index_of(index)]
+    except (IndexError, TypeError, ValueError):
+        return False
+    if not isinstance(view, np.ndarray) or view.base is None:
+        return False
+    return (
+        v.__array_interface__["data"][0] == view.__array_interface__["data"][0]
+        and v.shape == view.shape
+        and v.strides == view.strides
+    )
+
+
 def _sort(x, axis=-1, kind=None):
     """A sorted copy along ``axis`` (None: flattened); ``x`` is left as it is, unlike NumPy's in-place
     ``ndarray.sort``. The gradient follows the permutation."""
@@ -250,6 +289,7 @@ ADAPTED = {
     "flatten": _flatten,                               # NumPy's flatten(), PyTorch's flatten(start_dim, end_dim)
     "compress": _compress,                             # condition first, as ndarray.compress
     "sort": _sort,                                     # a sorted copy: NumPy's sorts in place
+    "__setitem__": _setitem,                           # refused (x.at[i].set(v)), but for NumPy's x[i] += v
     # PyTorch's spellings
     "view": _view,
     "permute": _permute,
@@ -271,6 +311,54 @@ _EXTRA_PROPERTIES = {
 # fmt: on
 
 
+# Augmented assignment, x <op>= y. Outside record() it writes into x's memory, as NumPy's does (other references
+# see it; a tape that saved the array finds it changed). Inside record(), when x is an op's output or y is being
+# recorded, it records x <op> y and rebinds the name, as autograd's and JAX's immutable arrays do (a tape cannot
+# record a change of memory, and writing y's value into an unrecorded x would drop y's gradient). On a leaf
+# that requires a gradient it is refused: the name would move off the parameter.
+# fmt: off
+AUGMENTED = {
+    "__iadd__":       (ops.add,           "+="),
+    "__isub__":       (ops.subtract,      "-="),
+    "__imul__":       (ops.multiply,      "*="),
+    "__itruediv__":   (ops.divide,        "/="),
+    "__ifloordiv__":  (ops.floor_divide,  "//="),
+    "__imod__":       (ops.remainder,     "%="),
+    "__ipow__":       (ops.power,         "**="),
+    "__imatmul__":    (ops.matmul,        "@="),
+    "__iand__":       (ops.bitwise_and,   "&="),
+    "__ior__":        (ops.bitwise_or,    "|="),
+    "__ixor__":       (ops.bitwise_xor,   "^="),
+}
+# fmt: on
+
+
+def _recorded(v) -> bool:
+    return isinstance(v, Tensor) and (v._node is not None or v.requires_grad)
+
+
+def _augmented(name: str, f, symbol: str):
+    in_place = getattr(operator, name)
+
+    def augmented(x, y):
+        if is_recording() and (x._node is not None or x.requires_grad or _recorded(y)):
+            if x._node is None and x.requires_grad:
+                raise RuntimeError(
+                    f"in-place {symbol} on a leaf that requires a gradient (shape {x.shape}), inside record(): the "
+                    f"name would move off the parameter to a new value. Write z = x {symbol[:-1]} y, or update "
+                    "x outside the block (an optimizer step)"
+                )
+            return f(x, y)  # out of place: the caller's name is rebound to the recorded value
+        return update_in_place(x, y, f.op.numpy, in_place, symbol)
+
+    augmented.__name__ = augmented.__qualname__ = name
+    augmented.__doc__ = (
+        f"``x {symbol} y``: in place outside ``record()``; inside it, ``x = x {symbol[:-1]} y`` recorded when a "
+        "value is being recorded (refused on a leaf that requires a gradient)."
+    )
+    return augmented
+
+
 def _op_methods() -> tuple[dict, dict]:
     """The methods and properties that are public functions of ``tapegrad.ops`` as they are, derived: each one
     named as a method (``x.sum``, ``x.round``) or an attribute (``x.real``) of NumPy's ndarray, and each op
@@ -290,7 +378,12 @@ def _op_methods() -> tuple[dict, dict]:
 
 
 _METHODS, _PROPERTIES = _op_methods()
-METHODS = {**_METHODS, **OPERATORS, **ADAPTED}
+METHODS = {
+    **_METHODS,
+    **OPERATORS,
+    **ADAPTED,
+    **{name: _augmented(name, f, symbol) for name, (f, symbol) in AUGMENTED.items()},
+}
 PROPERTIES = {**_PROPERTIES, **_EXTRA_PROPERTIES}
 
 

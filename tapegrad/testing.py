@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._scope import argnums_of, check_argnums, parse_argnums
 from ._tensor import Tensor
 from .backend import to_numpy
 from .errors import GradcheckError
 from .ops import concatenate, real, reshape
 from .ops._complex import is_complex
 from .tape import record
+from .transforms import jvp, vjp
 
-__all__ = ["gradcheck", "gradgradcheck", "GradcheckError", "numerical_jacobian"]
+__all__ = ["gradcheck", "gradgradcheck", "check_grads", "GradcheckError", "numerical_jacobian"]
 
 
 def _as_inputs(inputs):
@@ -229,3 +231,93 @@ def gradgradcheck(
         return concatenate(flat)
 
     return gradcheck(gradient_of, *arrays, eps=eps, atol=atol, rtol=rtol, seed=seed, asarray=asarray)
+
+
+def check_grads(
+    f,
+    argnums=0,
+    modes=("fwd", "rev"),
+    order: int = 2,
+    *,
+    argnum=None,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    seed: int = 0,
+):
+    """autograd's curried check, ``check_grads(f, modes=["fwd", "rev"], order=2)(*args)``: returns True or raises
+    :class:`GradcheckError`.
+
+    ``"rev"`` checks reverse mode (:func:`gradcheck`, VJPs against central differences) and ``"fwd"`` forward mode
+    (``tg.jvp`` in a random direction against a central difference along it); ``order=2`` then checks the
+    derivative of that VJP (or JVP) in both its arguments, and so on up to ``order``. ``argnums`` (or autograd's
+    ``argnum``) picks the arguments checked; ``f`` returns an array or a tensor.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> from tapegrad.testing import check_grads
+    >>> check_grads(lambda x: tg.sin(x) * x, modes=["rev", "fwd"], order=2)(np.array([0.3, 1.2]))
+    True
+    """
+    nums, _ = parse_argnums(argnums_of(argnums, argnum, "check_grads"), "check_grads")
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    if not modes or any(m not in ("fwd", "rev") for m in modes):
+        raise ValueError(f"check_grads: modes must name 'fwd' and/or 'rev', got {modes!r}")
+    if not isinstance(order, int) or order < 1:
+        raise ValueError(f"check_grads: order must be an int >= 1, got {order!r}")
+    tol = {"eps": eps, "atol": atol, "rtol": rtol}
+
+    def checker(*args, **kwargs):
+        positions = check_argnums(nums, len(args), "check_grads")
+
+        def chosen(*xs):
+            full = list(args)
+            for i, x in zip(positions, xs):
+                full[i] = x
+            return f(*full, **kwargs)
+
+        _check(chosen, _as_inputs([args[i] for i in positions]), modes, order, np.random.default_rng(seed), tol)
+        return True
+
+    return checker
+
+
+def _flat(out):
+    """One tensor of every output's elements (a tuple of gradients, a tangent), for :func:`gradcheck`."""
+    outs = out if isinstance(out, tuple) else (out,)
+    return concatenate([reshape(o if isinstance(o, Tensor) else Tensor(np.asarray(o)), (-1,)) for o in outs])
+
+
+def _check(f, xs, modes, order, rng, tol):
+    if "rev" in modes:
+        gradcheck(f, *xs, **tol, seed=int(rng.integers(2**31)))
+    if "fwd" in modes:
+        _check_jvp(f, xs, rng, tol)
+    if order == 1:
+        return
+    out_shape = np.shape(_value(f, xs))
+    if "rev" in modes:  # the VJP, in x and in its cotangent
+        v = rng.standard_normal(out_shape)
+        _check(lambda *a: _flat(vjp(f, *a[:-1])[1](a[-1])), [*xs, v], modes, order - 1, rng, tol)
+    if "fwd" in modes:  # the JVP, in x and in its tangents
+        us = [rng.standard_normal(x.shape) for x in xs]
+        n = len(xs)
+        _check(lambda *a: _flat(jvp(f, a[:n], a[n:])[1]), [*xs, *us], modes, order - 1, rng, tol)
+
+
+def _check_jvp(f, xs, rng, tol):
+    """``J u`` from ``tg.jvp`` against ``(f(x + eps u) - f(x - eps u)) / 2 eps`` in a random direction ``u``."""
+    eps, atol, rtol = tol["eps"], tol["atol"], tol["rtol"]
+    us = [rng.standard_normal(x.shape) for x in xs]
+    _, tangent = jvp(f, tuple(Tensor(x) for x in xs), tuple(us))
+    tangent = np.asarray(tangent._data if isinstance(tangent, Tensor) else tangent, dtype=np.float64)
+    hi = _value(f, [x + eps * u for x, u in zip(xs, us)])
+    lo = _value(f, [x - eps * u for x, u in zip(xs, us)])
+    numeric = (hi - lo) / (2 * eps)
+    bad = ~np.isclose(tangent, numeric, atol=atol, rtol=rtol)
+    if bad.any():
+        worst = np.unravel_index(int(np.argmax(np.where(bad, np.abs(tangent - numeric), -1.0))), bad.shape)
+        raise GradcheckError(
+            f"check_grads failed (forward mode, tg.jvp in a random direction) at output index "
+            f"{tuple(int(w) for w in worst)}: analytic {float(tangent[worst])!r} vs numeric "
+            f"{float(numeric[worst])!r} (atol={atol}, rtol={rtol})"
+        )

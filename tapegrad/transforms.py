@@ -33,6 +33,7 @@ import numpy as np
 
 from ._scope import (
     Scope,
+    argnums_of,
     aux_out,
     check_argnums,
     connected,
@@ -57,7 +58,12 @@ __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacobian", "jac
 
 
 def value_and_grad(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
 ) -> Callable:
     """A function returning ``(f(*args), grad(f)(*args))`` with one forward and one reverse pass.
 
@@ -71,7 +77,7 @@ def value_and_grad(
     >>> value, g
     (array(5.), array([2., 4.]))
     """
-    nums, many = parse_argnums(argnums, "grad")
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "grad"), "grad")
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
@@ -98,12 +104,20 @@ def value_and_grad(
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+def grad(
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
+) -> Callable:
     """The gradient of a scalar function, as a function of the same arguments.
 
     ``argnums`` picks the argument (or a tuple of arguments, giving a tuple of gradients); each gradient has
     its argument's structure. With ``has_aux=True``, ``f`` returns ``(output, aux)`` and so does the result,
-    as ``(gradient, aux)``. ``holomorphic=True``: see :func:`value_and_grad`.
+    as ``(gradient, aux)``. ``holomorphic=True``: see :func:`value_and_grad`. ``argnum=`` is autograd's
+    spelling of ``argnums=`` (every transform that takes ``argnums`` takes it).
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.grad(lambda x: x ** 3)(2.0)
@@ -114,7 +128,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, h
     >>> g["w"], g["b"]
     (array([3., 4.]), array(2.))
     """
-    vg = value_and_grad(f, argnums, has_aux, holomorphic)
+    vg = value_and_grad(f, argnums_of(argnums, argnum, "grad"), has_aux, holomorphic)
 
     @functools.wraps(f)
     def grad_f(*args, **kwargs):
@@ -174,7 +188,13 @@ def _columns(t, live, xs, recording):
 
 
 def jacobian(
-    f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, mode: str = "auto", holomorphic: bool = False
+    f: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    mode: str = "auto",
+    holomorphic: bool = False,
+    *,
+    argnum: int | Sequence[int] | None = None,
 ) -> Callable:
     """The Jacobian of ``f``: for an output of shape ``(m...)`` and an argument of shape ``(n...)``, ``(m..., n...)``.
 
@@ -192,7 +212,7 @@ def jacobian(
            [3., 4.],
            [5., 6.]])
     """
-    nums, many = parse_argnums(argnums, "jacobian")
+    nums, many = parse_argnums(argnums_of(argnums, argnum, "jacobian"), "jacobian")
     if mode not in ("auto", "rev", "fwd"):
         raise ValueError(f"jacobian: mode must be 'auto', 'rev' or 'fwd', got {mode!r}")
 
@@ -252,7 +272,9 @@ def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return jacobian(f, argnums, has_aux, mode="rev", holomorphic=holomorphic)
 
 
-def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False) -> Callable:
+def hessian(
+    f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False, *, argnum: int | None = None
+) -> Callable:
     """The Hessian of a scalar ``f``: forward over reverse, ``jacfwd(jacrev(f))`` (JAX's), every column of it in
     one batched pass; ``holomorphic=True`` for a holomorphic ``f`` of complex arguments (reverse over reverse).
 
@@ -262,6 +284,7 @@ def hessian(f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = F
     array([[2., 2.],
            [2., 6.]])
     """
+    argnums = argnums_of(argnums, argnum, "hessian")
     if holomorphic:  # complex Jacobians of a holomorphic f: reverse over reverse, as before
         return jacobian(jacobian(f, argnums, holomorphic=True), argnums, holomorphic=True)
     batched = jacfwd(jacrev(f, argnums), argnums)

@@ -336,3 +336,34 @@ def test_dp_sgd_learns_beside_its_baseline(capsys):
     last = capsys.readouterr().out.strip().splitlines()[-1]
     sgd, private = (float(v.split()[-1].rstrip(",")) for v in last.split(":")[1].split("(")[0].split(", "))
     assert sgd > 0.9 and 0.6 < private <= sgd + 0.02, last
+
+
+# -- a Gaussian mixture fitted by EM as a fixed point --------------------------------------------------------------
+def test_gaussian_mixture_fit_is_the_maximum_likelihood_and_recovers_the_components(capsys):
+    gm = _load("gaussian_mixture")
+    result = gm.main(["--points", "300", "--components", "2"])
+    x, theta = result["x"], result["theta"]
+    w, mu, sigma = gm.unpack(theta, 2)
+    np.testing.assert_allclose(w.sum(), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(mu, [-4.0, 0.0], atol=0.3)  # TRUE's first two components
+    np.testing.assert_allclose(sigma, [1.0, 0.7], atol=0.2)
+    assert np.abs(gm.em_step(x)(theta).data - theta).max() < 1e-9  # a fixed point of EM
+    # the log-likelihood is stationary there in the means and stds (the MLE), checked by its own gradient
+    g = tg.grad(lambda t: gm.log_likelihood_tensor(x, t))(theta)
+    assert np.abs(g[2:]).max() < 1e-6 * len(x)
+    # translating the data translates the means: every row of d mu / d x sums to 1
+    np.testing.assert_allclose(result["influence"].sum(axis=1), [1.0, 1.0], rtol=1e-8)
+    assert "log-likelihood" in capsys.readouterr().out
+
+
+def test_gaussian_mixture_influence_equals_refitting_with_a_point_moved():
+    gm = _load("gaussian_mixture")
+    x = gm.make_data(80, seed=1, components=3)
+    jac = tg.jacobian(lambda x: gm.fit(x, 3))(x)  # (9 parameters, 80 points), by the implicit function theorem
+    eps = 1e-5
+    for n in (int(np.argmin(x)), 17, int(np.argmax(x))):
+        up, down = x.copy(), x.copy()
+        up[n] += eps
+        down[n] -= eps
+        numeric = (gm.fit(up, 3) - gm.fit(down, 3)) / (2 * eps)
+        np.testing.assert_allclose(jac[:, n], numeric, rtol=1e-5, atol=1e-8)

@@ -58,7 +58,9 @@ def test_value_gradients_and_dtypes(case, data):
     else:  # an op that cancels digits: a few ulps of what its error is relative to, element by element
         bound = tol * (1 + np.abs(expected)) + 4 * np.finfo(dtype).eps * case.value_scale(arrays, kwargs)
         error = np.abs(out.numpy().astype(np.float64) - expected)
-        assert np.all(error <= bound), f"{case.name}: value off by {error.max():.3g} (bound {bound.flat[error.argmax()]:.3g})"
+        assert np.all(error <= bound), (
+            f"{case.name}: value off by {error.max():.3g} (bound {bound.flat[error.argmax()]:.3g})"
+        )
     # float32's gradients agree with float64's, on the same (float32) values and one cotangent
     v = np.random.default_rng(0).uniform(0.5, 1.5, out.shape)
     single = [a.astype(np.float32) for a in arrays]

@@ -42,6 +42,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .._html import STYLE, esc
 from .._scope import check_argnums, parse_argnums
 from .._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
@@ -315,6 +316,22 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the function, its programs, and the source of the last call's program.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> f = tg.compile(lambda x: tg.exp(x) * 2)
+        >>> "call it once" in f._repr_html_()
+        True
+        >>> _ = f(np.ones(2))
+        >>> "&lt;compiled &lt;lambda&gt;: 1 program(s)&gt;" in f._repr_html_(), "v1 = exp(x0)" in f._repr_html_()
+        (True, True)
+        """
+        head = f"<div><b>{esc(repr(self))}</b></div>"
+        if self._last is None:
+            return STYLE + head + "<div>not traced yet: call it once to see its program</div>"
+        return STYLE + head + f'<pre class="tapegrad">{esc(self._last.program.source)}</pre>'
 
 
 def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:

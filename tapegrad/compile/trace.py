@@ -241,7 +241,7 @@ def trace(fn, arrays, spec):
     """Run ``fn`` once on ``arrays``, the dynamic leaves of its ``(args, kwargs)`` whose structure is ``spec``,
     while tracing; return the graph, the results' spec and the results (arrays, as the first call returns)."""
     tracer = Tracer()
-    TRACING.enter()
+    TRACING.add(1)  # atomically: a profile in another thread counts in it too
     token = TRACER.set(tracer)
     pending = keep_pending().__enter__()
     tape = record()
@@ -255,7 +255,7 @@ def trace(fn, arrays, spec):
         first = [_array_of(leaf) for leaf in out_leaves]
     finally:
         TRACER.reset(token)
-        TRACING.exit()
+        TRACING.add(-1)
         tape.release()
         pending.__exit__()
     graph = Graph(tracer.inputs, tracer.nodes, outputs)

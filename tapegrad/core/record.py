@@ -6,7 +6,9 @@ NumPy path calls the op's NumPy forward directly; other libraries go through :mo
 
 While a function is traced (:mod:`tapegrad.compile`), every op, recorded or not and differentiable or not, is
 also reported to the context's tracer (``tracer.op(op, inputs, params, out)``): the program it builds needs
-the constants' and the comparisons' ops as much as the recorded ones. Untraced code pays one attribute read.
+the constants' and the comparisons' ops as much as the recorded ones. While a context is profiled
+(:mod:`tapegrad.profiler`), its op probe is called around every op: ``probe.start(op)`` before the forward,
+``probe.stop(op, datas, params, out)`` after it. Code neither traced nor profiled pays one attribute read.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from .._batched import Batched
 from .._shapes import Shape
-from .._state import ACTIVE, BATCH, CLOCK, FORWARD, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, BATCH, CLOCK, FORWARD, PROBE, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
@@ -66,8 +68,10 @@ def set_tangent_rules(fn) -> None:
 
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
-    if TRACING.n and BATCH.get() and _batched(args):
-        return _BATCHING[0](op, args, params)
+    if TRACING.n:
+        if BATCH.get() and _batched(args):
+            return _BATCHING[0](op, args, params)
+        _start(op)
     active = _get_active()
     top = active[-1]._ref if active else None
     datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
@@ -315,6 +319,13 @@ def _binary(op):
     return fn
 
 
+def _start(op):
+    """An op is about to run: tell this context's probe, if it is profiled."""
+    probe = PROBE.get()
+    if probe is not None:
+        probe.start(op)
+
+
 def apply_several(op, args, params) -> tuple:
     """:func:`apply` for an op with several outputs (``op.outputs``): a tuple of tensors, one entry.
 
@@ -328,8 +339,10 @@ def apply_several(op, args, params) -> tuple:
     >>> len(t), w.requires_grad and v.requires_grad
     (1, True)
     """
-    if TRACING.n and BATCH.get() and _batched(args):
-        raise NotImplementedError(f"vmap: {op.name} has several outputs, which vmap does not batch yet")
+    if TRACING.n:
+        if BATCH.get() and _batched(args):
+            raise NotImplementedError(f"vmap: {op.name} has several outputs, which vmap does not batch yet")
+        _start(op)
     active = _get_active()
     top = active[-1]._ref if active else None
     datas, srcs, mask, plain, foreign = _inputs(args, top, _get_watched() if active else _NOTHING)
@@ -404,10 +417,13 @@ def _wrap_output(out):
 
 
 def _trace(op, datas, params, out):
-    """Report one op to this context's tracer, if a function is being traced here."""
+    """Report one op to this context's tracer, if a function is being traced here, and to its probe."""
     tracer = TRACER.get()
     if tracer is not None:
         tracer.op(op, datas, params, out)
+    probe = PROBE.get()
+    if probe is not None:
+        probe.stop(op, datas, params, out)
 
 
 def saved_values(op, datas):
@@ -497,8 +513,10 @@ def _forward_any(op, args, datas, params):
 
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
-    if TRACING.n and BATCH.get() and _batched(args):
-        return _BATCHING[0](op, args, params)
+    if TRACING.n:
+        if BATCH.get() and _batched(args):
+            return _BATCHING[0](op, args, params)
+        _start(op)
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
     if all(d.__class__ in PLAIN for d in datas):
         try:

@@ -29,13 +29,15 @@ Contract
   once: a loop that records and never calls backward stays bounded.
 - **Dead entries.** An entry whose output node has become unreachable (no tensor holds it and no later entry
   uses it) cannot contribute to any gradient: a weak-reference callback drops its saved values at once.
-- **In-place changes.** Changing an array in place through tapegrad (``x.data -= ...``, ``x += y``, optimizer
-  steps) marks its memory changed (:mod:`tapegrad._state`); a replay that needs a saved value whose memory, or
+- **In-place changes.** Changing an array in place through tapegrad (``x.data -= ...``, ``x += y`` outside
+  ``record()``, optimizer steps) marks its memory changed (:mod:`tapegrad._state`); a replay that needs a saved value whose memory, or
   the memory it is a view of, changed after it was recorded raises :class:`~tapegrad.errors.InPlaceModificationError`
   naming the op. Views share versions because they share memory: ``W.T`` saved by a product is caught when
   ``W`` changes. Rebinding (``x.data = a``) changes no saved value and is not an error. Writes that bypass
   tapegrad (``x.data[0] = 1``, ``np.add(..., out=x.data)``) cannot be seen; ``record(check_saved=True)`` catches
-  them with a checksum of every saved array, verified at replay.
+  them with a checksum of every saved array, verified at replay. Inside ``record()``, ``x += y`` (every
+  augmented operator) on a value being recorded is ``x = x + y``, recorded, and on a leaf that requires a
+  gradient it is refused (``tensor_methods.AUGMENTED``).
 
 Extension interface
 -------------------
@@ -51,6 +53,9 @@ never by reaching into its attributes:
   entries is collected.
 - **Reading**: ``tape.live_entries()`` gives ``(position, entry)`` pairs in execution order; ``tape.entries``
   gives :class:`~tapegrad.core.node.EntryView` objects with named fields.
+- **The op probe** (profiling): while a context is profiled, ``tapegrad._state.PROBE`` holds its probe, counted in
+  ``TRACING.n``; ``apply`` and ``apply_nondiff`` call ``probe.start(op)`` before an op's forward and
+  ``probe.stop(op, datas, params, out)`` after it (an op that raised never reaches ``stop``).
 - **The differentiable rules slot**: :func:`tapegrad.core.replay.set_differentiable_rules`, filled by the ops.
 - **The tracer** (compiled tapes): while a function is traced, ``tapegrad._state.TRACER`` holds this context's
   tracer. ``apply`` and ``apply_nondiff`` report every op to ``tracer.op(op, inputs, params, out)``; a recorded

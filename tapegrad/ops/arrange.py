@@ -145,9 +145,6 @@ def ravel(a):
     return reshape(a, (-1,))
 
 
-flatten = ravel  # ndarray.flatten copies where ravel may not; tapegrad never aliases, so they agree
-
-
 def moveaxis(a, source, destination):
     """Move axes to new positions, the others keeping their order.
 

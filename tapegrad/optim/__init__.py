@@ -19,7 +19,7 @@ arguments before it changes anything.
 array([0.375])
 """
 
-from . import lr_scheduler
+from . import functional, lr_scheduler
 from .adam import Adam, Adamax, AdamW, NAdam, RAdam
 from .clip import (
     clip_by_total_norm,
@@ -56,4 +56,5 @@ __all__ = [
     "clip_grad_norm",
     "clip_grad_value",
     "lr_scheduler",
+    "functional",
 ] + lr_scheduler.__all__
