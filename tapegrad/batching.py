@@ -58,11 +58,11 @@ class Level:
 def _level(size, loop):
     lv = Level(size, loop)
     token = BATCH.set(BATCH.get() + (lv,))
-    TRACING.enter()
+    TRACING.add(1)
     try:
         yield lv
     finally:
-        TRACING.exit()
+        TRACING.add(-1)
         BATCH.reset(token)
 
 

@@ -304,7 +304,8 @@ def _iterate(step, x, distance, tol, max_iter, what):
     )
 
 
-@custom_op(save="a ans", register=False, name="fixed_point", broadcast=False)
+# no forward-mode rule: its VJP iterates to convergence on values; hessian and jacobian take reverse mode's rows
+@custom_op(save="a ans", register=False, name="fixed_point", broadcast=False, jvp=None)
 def _fixed_point(a, x0, *, f, unflatten, distance, tol, max_iter):
     return _iterate(lambda x: np.asarray(f(unflatten(a))(x)), x0, distance, tol, max_iter, "forward iteration")
 

@@ -78,11 +78,11 @@ def level(what: str):
     """
     lv = Level(what)
     token = FORWARD.set(FORWARD.get() + (lv,))
-    TRACING.enter()
+    TRACING.add(1)
     try:
         yield lv
     finally:
-        TRACING.exit()
+        TRACING.add(-1)
         FORWARD.reset(token)
 
 

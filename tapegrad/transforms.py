@@ -294,7 +294,12 @@ def hessian(
     def hessian_f(*args, **kwargs):
         # under a tape that records (grad of hessian) or tg.compile's trace, vmap does not batch yet: reverse over
         # reverse, one row per element
-        return (by_rows if _unbatchable() else batched)(*args, **kwargs)
+        if _unbatchable():
+            return by_rows(*args, **kwargs)
+        try:
+            return batched(*args, **kwargs)
+        except NotImplementedError:  # an op without a forward-mode rule (fixed_point's): by rows, as always
+            return by_rows(*args, **kwargs)
 
     return hessian_f
 
