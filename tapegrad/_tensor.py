@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from ._html import STYLE, array_html, esc
 from ._state import TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
@@ -40,7 +41,7 @@ class Tensor:
 
     __module__ = "tapegrad"  # its public name: pickles, reprs and docs say tapegrad.Tensor
 
-    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
+    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "_tangents", "__weakref__")
 
     # NumPy's protocols (__array_ufunc__, __array_function__) are rows of tensor_methods' table, implemented by
     # tapegrad.numpy: np.exp(x) and np.ones(3) + x are recorded. Until then NumPy defers to the reflected operators.
@@ -225,6 +226,28 @@ class Tensor:
             extra = f", dtype={self._data.dtype}" + extra
         return f"Tensor({body}{extra})"
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows: shape, dtype, whether it needs a gradient or was recorded, its values (every
+        one when small, else statistics and a summary) and its gradient's, in HTML.
+
+        >>> import tapegrad as tg
+        >>> html = tg.Tensor([1.0, float("nan")], requires_grad=True)._repr_html_()
+        >>> "requires_grad" in html, '<span class="bad">nan</span>' in html
+        (True, True)
+        """
+        if TRACING.n:
+            concrete(self._data, "displaying t")
+        d = self._data
+        flags = [f for f, on in (("requires_grad", self.requires_grad), ("recorded", self._node is not None)) if on]
+        head = f"<b>Tensor</b> {esc(tuple(d.shape))} {esc(str(d.dtype).rsplit('.', 1)[-1])}"
+        head += "".join(f" &middot; {f}" for f in flags) + (f" &middot; name {esc(self.name)}" if self.name else "")
+        if d.__class__ is not np.ndarray:  # another library: its own repr says where the data is
+            return f"{STYLE}<div>{head}</div><pre>{esc(repr(d))}</pre>"
+        out = f"{STYLE}<div>{head}</div>{array_html(d)}"
+        if self.grad is not None and self.grad.__class__ is np.ndarray:
+            out += f"<div>grad</div>{array_html(self.grad)}"
+        return out
+
     __hash__ = object.__hash__  # identity: tensors are dict keys during replay; == is elementwise
 
     # Augmented assignment (x += y) is a row of tensor_methods' table: in place, or out of place inside record().
@@ -296,6 +319,15 @@ def update_in_place(t, other, ufunc, inplace_operator, symbol):
     it records a new value instead."""
     if TRACING.n:
         concrete(t._data, f"in-place {symbol}")
+        if getattr(t._node or t, "_tangents", None) or (
+            isinstance(other, Tensor) and getattr(other._node or other, "_tangents", None)
+        ):
+            raise RuntimeError(
+                f"in-place {symbol} on a tensor with a tangent (inside jvp, jacfwd, hvp or linearize): its tangent "
+                f"would not follow. Write x = x {symbol[0]} y"
+            )
+        if hasattr(t, "_levels") or hasattr(other, "_levels"):  # vmap's Batched: the batch would not line up
+            raise RuntimeError(f"in-place {symbol} on a batched tensor inside vmap: write x = x {symbol[0]} y")
     other = other._data if isinstance(other, Tensor) else other
     data = t._data
     if data.__class__ is np.ndarray:

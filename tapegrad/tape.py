@@ -14,6 +14,7 @@ import sys
 from ._state import current, is_recording
 from .budget import install_budget
 from .core import BaseTape, stop_recording
+from .core.node import OP
 from .debug import (
     ChecksumObserver,
     SavedChecksums,
@@ -29,7 +30,8 @@ from .debug import (
 )
 from .debug.anomaly import ANOMALY
 from .errors import InPlaceModificationError, TapeError
-from .viz import to_dot
+from .profiler import profile_observer
+from .viz import tape_html, tape_svg, to_dot
 
 __all__ = [
     "Tape",
@@ -79,6 +81,12 @@ class Tape(BaseTape):
         """Graphviz DOT source drawing this tape (tapegrad.viz)."""
         return to_dot(self)
 
+    def _repr_html_(self) -> str:
+        return tape_html(self)
+
+    def _repr_svg_(self) -> str:
+        return tape_svg(self)
+
     def find_nonfinite(self) -> list:
         """The entries whose saved values hold NaN or infinity, earliest first (tapegrad.debug)."""
         return find_nonfinite(self)
@@ -112,6 +120,9 @@ class Tape(BaseTape):
         observers = [make(self) for make in self._replay_observers]
         if checking_saved(self):
             observers.append(ChecksumObserver(self))
+        profiling = profile_observer(self)
+        if profiling is not None:  # before tracing: its rules wrap the timed ones, whose time is the rules' own
+            observers.append(profiling)
         if trace or anomaly:
             observers.append(replay_observer(self, trace, anomaly))  # last: it wraps the rules the replay runs
         return observers[0] if len(observers) == 1 else (_Observers(observers) if observers else None)
@@ -121,7 +132,8 @@ class Tape(BaseTape):
 
 
 class _Observers:
-    """Several observers of one replay, in order; the last one's op is the one the replay runs."""
+    """Several observers of one replay, in order; each sees the op the one before returned (so each may wrap
+    the rules the one before wrapped), and the last one's op is the one the replay runs."""
 
     def __init__(self, observers):
         self.observers = observers
@@ -129,6 +141,8 @@ class _Observers:
     def __call__(self, idx, rec, node, g, grads):
         for observer in self.observers:
             op = observer(idx, rec, node, g, grads)
+            if op is not rec[OP]:
+                rec = (op, *rec[OP + 1 :])
         return op
 
     def done(self) -> None:

@@ -5,6 +5,9 @@ its operands and what it saves) feeding the ellipse of the value it produced, an
 entry uses) are double octagons. Edges carry shapes. A box's size and redness grow with the bytes its entry
 keeps for backward, so the memory hot spot stands out.
 
+In a notebook a tape shows as :func:`tape_html` (its entries as a table: value, op, shapes, dtype, bytes
+saved, source line) and as :func:`tape_svg` (a drawing that needs nothing installed).
+
 ``render`` needs the ``graphviz`` package (``pip install -e ".[viz]"`` in a tapegrad checkout, or
 ``pip install "<path to the tapegrad wheel>[viz]"``) and the Graphviz ``dot`` program (``apt-get install graphviz``,
 ``brew install graphviz``); without them it says so, and ``t.to_dot()`` still works.
@@ -14,12 +17,15 @@ from __future__ import annotations
 
 import pathlib
 
+from ._html import STYLE, Raw, esc, svg_graph, table
 from ._tensor import Tensor
 from .core.node import SRCS, Node
-from .debug.reading import analyse, fmt_shape
+from .debug.reading import _call, _signature, analyse, fmt_dtype, fmt_shape
 from .errors import fmt_bytes
 
-__all__ = ["to_dot", "render"]
+__all__ = ["to_dot", "render", "tape_html", "tape_svg", "ROWS"]
+
+ROWS = 40  # entries a notebook display shows (the first and last halves of a longer tape)
 
 
 def _q(text: str) -> str:
@@ -124,3 +130,79 @@ def render(tape, path, format: str | None = None) -> pathlib.Path:
         ) from None
     path.write_bytes(data)
     return path
+
+
+def _shown(rows):
+    """The rows a display shows: all, or the first and last halves of :data:`ROWS`, and how many it leaves out."""
+    if len(rows) <= ROWS:
+        return rows, 0
+    return rows[: ROWS // 2] + rows[-ROWS // 2 :], len(rows) - ROWS
+
+
+def _dtypes(row) -> str:
+    """The output's dtype, or each output's (an op with several), ``?`` where unknown."""
+    dtypes = [o[3] for o in row.outputs] if row.outputs is not None else [row.dtype]
+    return ", ".join("?" if d is None else fmt_dtype(d) for d in dtypes)
+
+
+def tape_html(tape) -> str:
+    """The tape as an HTML table (what a notebook shows for ``t``): value, op and operands, input and output
+    shapes, dtype, bytes saved (an array counted where it is first kept), source line (``track_source=True``).
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
+    >>> with tg.record() as t:
+    ...     y = tg.exp(x).sum()
+    >>> html = t._repr_html_()
+    >>> '<td class="l">t0 = exp(x)</td>' in html, "16 B" in html
+    (True, True)
+    """
+    rows = analyse(tape)
+    total = sum(r.bytes for r in rows)
+    head = f"<div><b>Tape</b> {esc(tape.state)}, {len(rows)} entries, saved {esc(fmt_bytes(total))}</div>"
+    shown, cut = _shown(rows)
+    body = [
+        [
+            r.index,
+            _call(r),
+            _signature(r),
+            _dtypes(r),
+            fmt_bytes(r.bytes) if r.bytes else ("-" if not r.saved else "kept already"),
+            r.where,
+        ]
+        for r in shown
+    ]
+    if cut:
+        body.insert(ROWS // 2, [Raw("&hellip;"), f"{cut} entries not shown", "", "", "", ""])
+    cols = ["#", "entry", "shapes", "dtype", "saved", "source"]
+    return STYLE + head + table(cols, body, left=(1, 2, 3, 5))
+
+
+def tape_svg(tape) -> str:
+    """A drawing of the tape as SVG (what a notebook can show for ``t``, needing nothing installed): inputs
+    on the left, entries top to bottom, each output curving to where it is used.
+
+    >>> import tapegrad as tg
+    >>> x = tg.Tensor([1.0, 2.0], requires_grad=True, name="x")
+    >>> with tg.record() as t:
+    ...     y = tg.exp(x).sum()
+    >>> svg = t._repr_svg_()
+    >>> svg.count("<rect"), ">t0 = exp(x)<" in svg
+    (3, True)
+    """
+    rows = analyse(tape)
+    shown, cut = _shown(rows)
+    nodes, edges, where = [], [], {}
+    for r in shown:
+        for src, name in zip(r.rec[SRCS], r.args):
+            if src is not None and name not in where:
+                where[name] = len(nodes)
+                nodes.append((name, 0))
+        k = len(nodes)
+        nodes.append((_call(r), 1))
+        edges += [(where[name], k) for src, name in zip(r.rec[SRCS], r.args) if src is not None]
+        for name in [r.name] if r.outputs is None else [o[0] for o in r.outputs]:
+            where[name] = k
+    if cut:
+        nodes.append((f"... {cut} entries not shown", 1))
+    return svg_graph(nodes, edges)

@@ -18,11 +18,13 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "tapegrad"
 # From the ground up; a module may import from its own layer (without a cycle) and below. Longest prefix wins.
 LAYERS = {
     "tapegrad.errors": 0,  # exceptions, warnings and the helpers their messages share
+    "tapegrad._html": 1,  # the pieces of rich displays (HTML tables, arrays, SVG), escaped
     "tapegrad.backend": 1,  # array libraries and one helper per fact about arrays
     "tapegrad._shapes": 1,  # Shape, unbroadcast
     "tapegrad._state": 2,  # per-context recording state, the version clock
     "tapegrad._tensor": 3,  # the Tensor data class
     "tapegrad._tree": 3,  # pytrees
+    "tapegrad._batched": 3,  # the tensors vmap gives f
     "tapegrad.lazy": 3,  # tg.compute: lazy (Dask) values made concrete in one pass
     "tapegrad.core": 4,  # nodes and records, recording, replay, hooks, the base tape
     "tapegrad.registry": 5,  # defop and the op registry
@@ -36,15 +38,19 @@ LAYERS = {
     "tapegrad.budget": 7,
     "tapegrad.viz": 7,
     "tapegrad.recompute": 7,
+    "tapegrad.profiler": 7,  # tg.profile: the op probe and a replay observer
     "tapegrad.tape": 8,  # the tape users meet: record(), Tape with its views
     "tapegrad._scope": 9,  # transforms and testing, on top of tapes
     "tapegrad.transforms": 9,
+    "tapegrad.forward": 9,  # forward mode: tangents alongside the forward, one rule per op
+    "tapegrad.batching": 9,  # vmap: one batching rule per op
     "tapegrad.testing": 9,
     "tapegrad.convenience": 9,
     "tapegrad.strategies": 9,
     "tapegrad.compile": 9,
     "tapegrad.explorer": 9,  # tg.explore: a tape and its replay as a page, compiled programs beside them
     "tapegrad.numpy": 10,  # NumPy's namespace over tapegrad's ops and transforms
+    "tapegrad.scipy": 10,  # SciPy's namespaces over tapegrad's ops and transforms
     "tapegrad.nn": 10,  # training, on the public ops and transforms
     "tapegrad.optim": 10,
     "tapegrad.data": 10,

@@ -25,7 +25,8 @@ Contract
   ``check=False`` turns this off.
 - **Transforms and tapes.** Called while a tape differentiates its arguments (inside ``tg.grad``,
   ``tg.jacobian``, a ``record()`` block with ``requires_grad`` inputs), or while another compiled function is
-  traced, the function runs as Python, so that the tape (or the trace) sees its ops:
+  traced, or inside forward mode or ``vmap``, the function runs as Python, so that the tape (or the trace, the
+  tangents, the batch) sees its ops:
   ``tg.hessian(tg.compile(tg.grad(f)))`` is correct; ``tg.compile(tg.hessian(f))`` compiles the whole.
 - **Memory.** After a call nothing of the trace is alive; a program keeps its planned buffers (an arena, the
   plan's peak) and its constants (``Program.kept_bytes``).
@@ -44,8 +45,9 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .._html import STYLE, esc
 from .._scope import check_argnums, parse_argnums
-from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
+from .._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
 from .._tree import LEAF, tree_flatten, tree_unflatten
 from ..backend import memory_root, to_numpy
@@ -168,7 +170,9 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if TRACING.n and TRACER.get() is not None:  # inside another trace: its ops are that program's
+        if TRACING.n and (TRACER.get() is not None or FORWARD.get() or BATCH.get()):
+            # inside another trace (its ops are that program's), forward mode or vmap (their tangents and batches
+            # follow the ops): as Python
             return self.fn(*args, **kwargs)
         leaves, spec = tree_flatten((args, kwargs), static=True)
         if ACTIVE.get() and any(_differentiated(x) for x in leaves):  # a tape differentiates the arguments
@@ -333,6 +337,22 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<compiled {getattr(self.fn, '__name__', 'function')}: {len(self._cache)} program(s)>"
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: the function, its programs, and the source of the last call's program.
+
+        >>> import numpy as np, tapegrad as tg
+        >>> f = tg.compile(lambda x: tg.exp(x) * 2)
+        >>> "call it once" in f._repr_html_()
+        True
+        >>> _ = f(np.ones(2))
+        >>> "&lt;compiled &lt;lambda&gt;: 1 program(s)&gt;" in f._repr_html_(), "v1 = exp(x0)" in f._repr_html_()
+        (True, True)
+        """
+        head = f"<div><b>{esc(repr(self))}</b></div>"
+        if self._last is None:
+            return STYLE + head + "<div>not traced yet: call it once to see its program</div>"
+        return STYLE + head + f'<pre class="tapegrad">{esc(self._last.program.source)}</pre>'
 
 
 def _fuse_by_default() -> bool:

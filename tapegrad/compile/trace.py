@@ -17,7 +17,6 @@ result's shape depends on the values).
 from __future__ import annotations
 
 import sys
-import threading
 
 import numpy as np
 
@@ -35,7 +34,6 @@ from .kernels import OUTPUT
 __all__ = ["Tracer", "trace"]
 
 _LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
-_lock = threading.Lock()
 
 
 class Tracer:
@@ -222,8 +220,7 @@ def trace(fn, arrays, spec):
     """Run ``fn`` once on ``arrays``, the dynamic leaves of its ``(args, kwargs)`` whose structure is ``spec``,
     while tracing; return the graph, the results' spec and the results (arrays, as the first call returns)."""
     tracer = Tracer()
-    with _lock:
-        TRACING.n += 1
+    TRACING.add(1)  # atomically: a profile in another thread counts in it too
     token = TRACER.set(tracer)
     pending = keep_pending().__enter__()
     tape = record()
@@ -237,8 +234,7 @@ def trace(fn, arrays, spec):
         first = [_array_of(leaf) for leaf in out_leaves]
     finally:
         TRACER.reset(token)
-        with _lock:
-            TRACING.n -= 1
+        TRACING.add(-1)
         tape.release()
         pending.__exit__()
     graph = Graph(tracer.inputs, tracer.steps, outputs)

@@ -15,7 +15,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from .._html import STYLE, esc, table
 from .._tensor import Tensor
+from ..errors import fmt_bytes
 
 __all__ = ["Module"]
 
@@ -313,6 +315,56 @@ class Module:
     def extra_repr(self) -> str:
         """The text inside this module's parentheses when printed."""
         return ""
+
+    def summary_rows(self) -> list[tuple]:
+        """A layer summary as torchinfo gives one: per module (this one first, then every submodule, depth
+        first), ``(name, depth, type, [(parameter, shape)...], parameters)``, counting each parameter once, in
+        the module that holds it (a tensor that needs no gradient is not a parameter: a buffer or a constant).
+
+        >>> import tapegrad as tg
+        >>> model = tg.nn.Sequential(tg.nn.Linear(3, 2, rng=0), tg.nn.ReLU())
+        >>> for row in model.summary_rows(): print(row)
+        ('', 0, 'Sequential', [], 0)
+        ('0', 1, 'Linear', [('weight', (2, 3)), ('bias', (2,))], 8)
+        ('1', 1, 'ReLU', [], 0)
+        """
+        own: dict = {}
+        for name, p in self.named_parameters():
+            path, _, leaf = name.rpartition(".")
+            own.setdefault(path, []).append((leaf, p))
+        rows = []
+        for path, m in self.named_modules():
+            params = own.get(path, [])
+            n = sum(p.size for _, p in params)
+            depth = path.count(".") + 1 if path else 0
+            rows.append((path, depth, type(m).__name__, [(k, tuple(p.shape)) for k, p in params], n))
+        return rows
+
+    def _repr_html_(self) -> str:
+        """What a notebook shows: a layer summary (module, type, parameter shapes, counts) and the totals
+        (parameters, their bytes, and the buffers' values, such as running statistics).
+
+        >>> import tapegrad as tg
+        >>> html = tg.nn.Sequential(tg.nn.Linear(3, 2, rng=0), tg.nn.ReLU())._repr_html_()
+        >>> "<td>8</td>" in html, "Total params: 8" in html
+        (True, True)
+        """
+        rows = self.summary_rows()
+        body = [
+            [
+                "\u00a0\u00a0" * depth + (name or "(model)"),
+                kind,
+                ", ".join(f"{k} {shape}" for k, shape in params) or "-",
+                f"{n:,}",
+            ]
+            for name, depth, kind, params, n in rows
+        ]
+        total = sum(r[4] for r in rows)
+        size = sum(p.data.nbytes for p in self.parameters())
+        buffers = sum(b.size for b in self.buffers())
+        foot = f"<div>Total params: {total:,}; Params size: {esc(fmt_bytes(size))}; Buffers: {buffers:,} values</div>"
+        head = f"<div><b>{esc(type(self).__name__)}</b></div>"
+        return STYLE + head + table(["Layer", "Type", "Parameters", "Param #"], body, left=(0, 1, 2)) + foot
 
     def __repr__(self) -> str:
         kids = list(self.named_children())
