@@ -28,7 +28,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ._state import is_recording
+from ._state import is_recording, is_traced
 from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
 from .ops.indexing import At
@@ -341,7 +341,9 @@ def _augmented(name: str, f, symbol: str):
     in_place = getattr(operator, name)
 
     def augmented(x, y):
-        if is_recording() and (x._node is not None or x.requires_grad or _recorded(y)):
+        # A traced y written into an untraced x would fold the trace's values into the program as a constant:
+        # tg.compile's trace rebinds, as a recording does (and as jax.jit does)
+        if (is_recording() and (x._node is not None or x.requires_grad or _recorded(y))) or is_traced(y):
             if x._node is None and x.requires_grad:
                 raise RuntimeError(
                     f"in-place {symbol} on a leaf that requires a gradient (shape {x.shape}), inside record(): the "

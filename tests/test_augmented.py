@@ -242,3 +242,23 @@ def test_recorded_and_in_place_augmented_assignment_agree_and_the_recorded_one_i
     np.testing.assert_allclose(recorded.data, plain.data, rtol=1e-15)
     np.testing.assert_allclose(recorded.data, out_of_place(x, y), rtol=1e-15)
     tg.gradcheck(f, x, y)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_a_compiled_function_rebinds_a_constant_that_takes_a_traced_value(check):
+    # written in place, the trace's values became a constant of the program: every later call returned the
+    # first call's result (in silence with check=False, as a misleading "NumPy on a traced value" otherwise)
+    def f(x):
+        h = tg.zeros(3)
+        h += tg.sin(x)
+        h *= x
+        return h.sum()
+
+    step = tg.compile(f, check=check)
+    for scale in (1.0, 2.0, 3.0):
+        x = np.array([0.1, 0.2, 0.3]) * scale
+        np.testing.assert_allclose(np.asarray(step(x)), np.sum(np.sin(x) * x))
+    assert step.trace_count == 1
+    constant = tg.zeros(3)
+    with pytest.raises(tg.TracingError, match=r"in-place \+= of a traced value"):
+        tg.compile(lambda x: (x.__iadd__(constant), x)[1])(tg.Tensor(np.ones(3)))  # x itself traced: refused
