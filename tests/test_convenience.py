@@ -278,3 +278,14 @@ def test_a_functional_optimizer_pairs_a_hand_built_gradient_by_key_and_refuses_a
         optimize(lambda x, i: [x["w"], x["b"]], x0, num_iters=1)
     pair = optimize(lambda x, i: [x[0], x[1]], (np.ones(2), np.ones(1)), num_iters=1)  # a list for a tuple: autograd's
     assert isinstance(pair, tuple) and pair[0].shape == (2,)
+
+
+def test_check_grads_on_complex_inputs_keeps_the_imaginary_part_and_moves_along_it():
+    # the tangent was cast to float64 (its imaginary part dropped) and the direction was real: a right
+    # function failed at order 2, and a rule wrong in the imaginary direction passed forward mode
+    z = np.array([0.3 - 0.7j, 1.2 + 1.2j, -0.7 + 0.3j])
+    assert check_grads(lambda z: tg.abs(z) ** 2, modes=["fwd", "rev"], order=2)(z)
+    op = tg.custom_op(save="x", register=False, name="wrong_square")(lambda x: x * x)
+    op.defvjp(lambda xp, g, ans, x: g * (2 * x).real)  # the imaginary part of the derivative lost
+    with pytest.raises(tg.GradcheckError, match=r"forward mode.*analytic \("):
+        check_grads(op, modes=["fwd"], order=1)(z)
