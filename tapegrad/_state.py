@@ -46,6 +46,7 @@ __all__ = [
     "modified_since",
     "version_of",
     "warn_escape",
+    "ESCAPED",
     "numpy_conversion",
     "TRACING",
     "TRACER",
@@ -65,6 +66,10 @@ PENDING: ContextVar = ContextVar("tapegrad_pending", default=None)  # kept so th
 # Tapes replayed inside their own record() block while the block is still open (so an error about a later op
 # in the block can say why it was not recorded).
 ENDED_INSIDE: ContextVar[tuple] = ContextVar("tapegrad_ended_inside", default=())
+
+# The last recorded value that left the tape at a user's line, in this context: (how, file, line), so that a
+# transform whose result is unconnected can name it (tg.grad raises instead of returning zeros).
+ESCAPED: ContextVar = ContextVar("tapegrad_escaped", default=None)
 
 live_tapes: weakref.WeakSet = weakref.WeakSet()  # every tape not yet collected (tapegrad.debug.live_tapes)
 
@@ -221,6 +226,7 @@ def warn_escape(how: str, frame=None, message: str | None = None) -> None:
         f = f.f_back
     if f is None or user_frame(f) is not f:
         return
+    ESCAPED.set((how, f.f_code.co_filename, f.f_lineno))
     warn_once(
         message
         or f"{how} on a tensor being recorded gives a plain value, off the tape: gradients do not flow through "
@@ -240,6 +246,15 @@ def numpy_conversion(frame) -> None:
     apart from) warn there, as :func:`warn_escape` does. ``np.testing``'s checks only read values: they warn."""
     if not ACTIVE.get():
         return
+    scipy = _scipy_dir()
+    if scipy is not None and frame.f_code.co_filename.startswith(scipy):
+        name = _scipy_function(frame, scipy)
+        raise TypeError(
+            f"{name} converted a tensor being recorded to a NumPy array (SciPy's Python functions do not hand the "
+            "call to tapegrad), so its result would be a constant with no gradient. Use tapegrad.scipy's function "
+            f"of the same name ({name.replace('scipy.', 'tapegrad.scipy.', 1)}, where it has one), or tapegrad's "
+            "ops; to use the value as a constant on purpose, pass t.data"
+        )
     if frame.f_code.co_filename.startswith(_NUMPY) and not frame.f_code.co_filename.startswith(_NUMPY_TESTING):
         name = _numpy_function(frame)
         raise TypeError(
@@ -250,6 +265,30 @@ def numpy_conversion(frame) -> None:
             "first (np.stack([...]), tg.stack); to use the value as a constant on purpose, pass t.data"
         )
     warn_escape("np.asarray(t) (or np.array, np.float32(t), ...)", frame)
+
+
+def _scipy_dir() -> str | None:
+    """SciPy's directory once SciPy is imported (its frames exist only then), else None."""
+    scipy = sys.modules.get("scipy")
+    path = getattr(scipy, "__file__", None)
+    return os.path.dirname(path) + os.sep if path else None
+
+
+def _scipy_function(frame, scipy: str) -> str:
+    """The public name of the SciPy function whose Python code runs at ``frame`` (the outermost of SciPy's frames
+    from there): ``scipy.special.logsumexp``, ``scipy.stats.norm.logpdf`` (a distribution's method)."""
+    while frame.f_back is not None and frame.f_back.f_code.co_filename.startswith(scipy):
+        frame = frame.f_back
+    owner = frame.f_locals.get("self")
+    dist = getattr(owner, "dist", owner)  # a frozen distribution: norm(loc=...).logpdf
+    if type(dist).__module__.startswith("scipy.stats") and isinstance(getattr(dist, "name", None), str):
+        return f"scipy.stats.{dist.name}.{frame.f_code.co_name}"
+    public = []  # scipy.special._logsumexp -> scipy.special
+    for part in frame.f_globals.get("__name__", "scipy").split(".")[1:]:
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join(["scipy", *public, frame.f_code.co_name])
 
 
 def _numpy_function(frame) -> str:

@@ -31,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ._scope import Scope, argnums_of, aux_out, connected, finish, parse_argnums, per_argument, run, split_aux
-from ._state import is_recording
+from ._scope import (
+    Scope, argnums_of, aux_out, check_escape, connected, finish, parse_argnums, per_argument, run, split_aux,
+)  # fmt: skip
+from ._state import ESCAPED, is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_complex
@@ -66,6 +68,7 @@ def value_and_grad(
 
     @functools.wraps(f)
     def value_and_grad_f(*args, **kwargs):
+        before = ESCAPED.get()
         with Scope() as t:
             res, specs, xs = run(t, f, args, kwargs, nums, "grad")
             out, aux = split_aux(res, has_aux, "grad")
@@ -80,6 +83,7 @@ def value_and_grad(
                 seed = np.ones_like(out._data) if holomorphic else None  # 1 + 0j: the derivative itself
                 flat = t.gradient(out, xs, output_gradients=seed, unconnected="zero")
             else:
+                check_escape("grad", before)
                 flat = [np.zeros_like(x._data) for x in xs]
         recording = is_recording()
         value = finish(out, recording)

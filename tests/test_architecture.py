@@ -47,6 +47,7 @@ LAYERS = {
     "tapegrad.compile": 9,
     "tapegrad.explorer": 9,  # tg.explore: a tape and its replay as a page, compiled programs beside them
     "tapegrad.numpy": 10,  # NumPy's namespace over tapegrad's ops and transforms
+    "tapegrad.scipy": 10,  # SciPy's namespaces over tapegrad's ops and transforms
     "tapegrad.nn": 10,  # training, on the public ops and transforms
     "tapegrad.optim": 10,
     "tapegrad.data": 10,

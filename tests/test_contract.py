@@ -234,6 +234,21 @@ def test_every_conversion_to_a_python_or_numpy_value_warns_at_the_users_line_ins
             convert(tg.Tensor(2.0))
 
 
+@pytest.mark.parametrize("how", list(CONVERSIONS))
+def test_grad_of_a_result_a_conversion_cut_off_raises_naming_the_conversion_instead_of_zeros(how):
+    convert = CONVERSIONS[how]
+
+    def f(x):
+        value = convert(x * 3.0)  # off the tape: what follows is a constant
+        return tg.Tensor(np.asarray(np.real(value), dtype=np.float64)) * 2.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tg.TapeEscapeWarning)
+        with pytest.raises(tg.TapeError, match=r"^grad: .* a recorded value left it: .* at .*test_contract\.py:\d+"):
+            tg.grad(f)(2.0)
+    np.testing.assert_allclose(tg.grad(lambda x: x * 3.0)(2.0), 3.0)  # the user goes on
+
+
 def test_bool_printing_and_formatting_do_not_warn_inside_record():
     x = leaf([1.0, -2.0])
     with warnings.catch_warnings():

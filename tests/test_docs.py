@@ -41,6 +41,13 @@ API = {  # every module of the API reference and its page
     "tapegrad.linalg": "linalg.md",
     "tapegrad.fft": "fft.md",
     "tapegrad.numpy": "numpy.md",
+    "tapegrad.scipy": "scipy.md",
+    "tapegrad.scipy.special": "scipy.md",
+    "tapegrad.scipy.stats": "scipy.md",
+    "tapegrad.scipy.linalg": "scipy.md",
+    "tapegrad.scipy.signal": "scipy.md",
+    "tapegrad.scipy.integrate": "scipy.md",
+    "tapegrad.scipy.misc": "scipy.md",
     "tapegrad.data": "data.md",
 }
 

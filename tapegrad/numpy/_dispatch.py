@@ -23,12 +23,15 @@ array([1.        , 2.71828183])
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 import tapegrad.ops as ops
 
 from .._tensor import Tensor
 from ..errors import NestedTensorError
+from ..ops.special import SPECIAL
 from ..tensor_methods import set_numpy_protocols
 from ._nested import SEQUENCES, lift, nested
 from ._signatures import UnsupportedArgument, cast, unsupported
@@ -60,6 +63,29 @@ def implementation(numpy_function):
     # tapegrad.numpy's names are NumPy's functions and ufuncs, wrapped: the table is keyed by NumPy's own
     numpy_function = getattr(numpy_function, "numpy_function", numpy_function)
     return UFUNCS.get(numpy_function) if isinstance(numpy_function, np.ufunc) else FUNCTIONS.get(numpy_function)
+
+
+def _scipy_ufunc(ufunc) -> str | None:
+    """SciPy's name of ``ufunc`` (``scipy.special.erf``) when it is one of ``scipy.special``'s, else None."""
+    special = sys.modules.get("scipy.special")  # a SciPy ufunc exists only once SciPy is imported
+    if special is None or getattr(np, ufunc.__name__, None) is ufunc:
+        return None
+    return f"scipy.special.{ufunc.__name__}" if getattr(special, ufunc.__name__, None) is ufunc else None
+
+
+def _special_rule(ufunc):
+    """tapegrad's function for SciPy's ufunc (``scipy.special.erf`` -> ``tapegrad.scipy.special.erf``), found
+    by SciPy's name in the one table of them (``tapegrad.ops.special.SPECIAL``) and then kept in ``UFUNCS``."""
+    name = _scipy_ufunc(ufunc)
+    f = SPECIAL.get(ufunc.__name__) if name is not None else None
+    if f is not None:
+        UFUNCS[ufunc] = f
+    return f
+
+
+def ufunc_name(ufunc) -> str:
+    """How the user spelled ``ufunc``: ``np.exp``, or ``scipy.special.erf`` for one of SciPy's."""
+    return _scipy_ufunc(ufunc) or f"np.{ufunc.__name__}"
 
 
 def _numpy_name(f) -> str:
@@ -110,7 +136,7 @@ def _call(ufunc, f, inputs, kwargs):
     if out is not None:
         raise _out_error(name, inputs, out if isinstance(out, tuple) else (out,))
     if f is None:
-        raise no_rule(f"np.{name}", inputs)
+        raise no_rule(ufunc_name(ufunc), inputs)
     if kwargs.pop("where", True) is not True:
         raise unsupported(
             name, "where=...", "tapegrad has no rule for a masked ufunc", "Write np.where(mask, np.f(x), x)"
@@ -127,7 +153,7 @@ def _call(ufunc, f, inputs, kwargs):
 
 
 def _reduce(ufunc, inputs, kwargs):
-    name = f"np.{ufunc.__name__}.reduce"
+    name = f"{ufunc_name(ufunc)}.reduce"
     (a,) = inputs
     kwargs.setdefault("axis", 0)  # ufunc.reduce's default, unlike np.sum's
     if ufunc is np.logaddexp:
@@ -144,7 +170,7 @@ def _reduce(ufunc, inputs, kwargs):
 
 
 def _method(ufunc, method, inputs, kwargs):
-    name = f"np.{ufunc.__name__}.{method}"
+    name = f"{ufunc_name(ufunc)}.{method}"
     if method == "reduce":
         return _reduce(ufunc, inputs, kwargs)
     if method == "accumulate":
@@ -177,7 +203,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                 return f(*lift(inputs, {}, ())[0])
     if nested(inputs, None):  # np.add(t, [t0, t1]): the list's tensors are stacked on the tape
         inputs, _ = lift(inputs, {}, ())
-    f = UFUNCS.get(ufunc) if method == "__call__" else None
+    f = (UFUNCS.get(ufunc) or _special_rule(ufunc)) if method == "__call__" else None
     try:
         return _call(ufunc, f, inputs, kwargs) if method == "__call__" else _method(ufunc, method, inputs, kwargs)
     except UnsupportedArgument as err:

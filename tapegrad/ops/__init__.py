@@ -6,7 +6,8 @@
 Nothing lists them again: a function defined in a family file is here. A wrapper named as an op of its file is
 that op's public function (``tg.sum.op is REGISTRY["sum"]``). The linear-algebra and FFT families
 (``linalg``, ``decompositions``, ``matrix_functions``, ``fft``) are ``tapegrad.linalg``'s and
-``tapegrad.fft``'s instead (but ``matmul``, a product).
+``tapegrad.fft``'s instead (but ``matmul``, a product), and SciPy's special functions (``special``) are
+``tapegrad.scipy.special``'s.
 
 ``tensor_rules`` is the namespace rules compute with when a replay is itself recorded (``create_graph``):
 NumPy's names, implemented by tapegrad's differentiable ops. Importing this package puts it into the
@@ -49,6 +50,7 @@ from . import (  # noqa: F401  (the linear-algebra and FFT families: registered 
     reductions,
     selection,
     shape,
+    special,
     statistics,
 )
 
@@ -58,7 +60,7 @@ FAMILIES = (
     activations, arrange, compare, complex_numbers, conv, creation, cumulative, elementwise, indexing, joining,
     linear, math, norm, pool, quantiles, reductions, selection, shape, statistics,
 )  # fmt: skip
-_OTHERS = (decompositions, determinants, fft, linalg, matrix_functions)
+_OTHERS = (decompositions, determinants, fft, linalg, matrix_functions, special)
 
 
 def _public_functions(family) -> dict:

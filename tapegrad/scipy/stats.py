@@ -1,0 +1,397 @@
+"""``scipy.stats``' distributions on tensors, with SciPy's names and signatures (``norm.logpdf(x, loc, scale)``):
+each density is composed of tapegrad's ops, so it is differentiable in the point and in every continuous
+parameter, to any order.
+
+=======================  ===========================================================  =====================
+distribution             methods                                                      parameters
+=======================  ===========================================================  =====================
+``norm``                 ``logpdf pdf cdf logcdf sf logsf``                           ``loc scale``
+``multivariate_normal``  ``logpdf pdf entropy`` (``x`` of shape ``(..., d)``)         ``mean cov``
+``t``                    ``logpdf pdf cdf* logcdf*``                                  ``df loc scale``
+``beta``                 ``logpdf pdf cdf*``                                          ``a b loc scale``
+``gamma``                ``logpdf pdf cdf*``                                          ``a loc scale``
+``chi2``                 ``logpdf pdf cdf*``                                          ``df loc scale``
+``expon``                ``logpdf pdf cdf logcdf``                                    ``loc scale``
+``laplace``              ``logpdf pdf cdf``                                           ``loc scale``
+``logistic``             ``logpdf pdf cdf logcdf``                                    ``loc scale``
+``cauchy``               ``logpdf pdf cdf``                                           ``loc scale``
+``dirichlet``            ``logpdf pdf`` (``x`` of shape ``(k,)`` or ``(k, n)``)         ``alpha``
+``poisson``              ``logpmf pmf cdf``                                           ``mu loc``
+``bernoulli``            ``logpmf pmf``                                               ``p loc``
+``binom``                ``logpmf pmf``                                               ``n p loc``
+=======================  ===========================================================  =====================
+
+Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The CDFs marked ``*``
+are the incomplete beta and gamma functions, whose derivatives in their shape parameters (``df``, ``a``, ``b``)
+tapegrad does not have: they are differentiable in ``x``, ``loc`` and ``scale`` (as autograd's), and a shape
+parameter that needs a gradient is refused with a ``TypeError``, never given a silent zero.
+
+>>> import numpy as np, tapegrad as tg
+>>> from tapegrad.scipy import stats
+>>> tg.grad(lambda mu: stats.norm.logpdf(np.array([1.0, 2.0]), mu, 2.0).sum())(0.0)  # sum (x - mu) / 4
+array(0.75)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.stats
+
+import tapegrad.linalg as linalg
+import tapegrad.ops as tg
+
+from .._tensor import Tensor
+from ..ops import special as sp
+from ..ops._rules import recorded
+from ..registry import defop
+from ._types import like_scipy
+
+__all__ = [
+    "norm", "multivariate_normal", "t", "beta", "gamma", "chi2", "expon", "laplace", "logistic", "cauchy",
+    "dirichlet", "poisson", "bernoulli", "binom",
+]  # fmt: skip
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_LOG_PI = math.log(math.pi)
+
+
+def _t(x):
+    return x if isinstance(x, Tensor) else Tensor(x)
+
+
+def _inside(cond, value):
+    """``value`` where ``cond`` holds (inside the support), ``-inf`` elsewhere: a select."""
+    return tg.where(cond, value, -np.inf)
+
+
+def _shape_parameter(value, what, name):
+    """A shape parameter of a CDF tapegrad differentiates in x only: refused where it needs a gradient."""
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            raise TypeError(
+                f"scipy.stats.{name}.cdf: tapegrad has no gradient in {what} (the incomplete beta and gamma "
+                f"functions' derivatives in their parameters); pass it as a constant (t.detach()), or use "
+                f"{name}.logpdf, which is differentiable in {what}"
+            )
+        value = value.data
+    return np.asarray(value, dtype=np.float64)
+
+
+def _standard_cdf(xp, g, ans, z, *, name, shape):
+    # d/dz cdf(z) = pdf(z): SciPy's on a plain replay, tapegrad's own (differentiable) on a recorded one
+    if recorded(xp):
+        return g * _DISTRIBUTIONS[name].pdf(z, *shape)
+    return g * getattr(scipy.stats, name).pdf(z, *shape)
+
+
+def _float_dtype(a):
+    """The input's floating dtype (float32 stays float32), float64 for anything else."""
+    dtype = np.asarray(a).dtype
+    return dtype if dtype.kind == "f" else np.float64
+
+
+def _standard_cdf_forward(z, *, name, shape):
+    return np.asarray(getattr(scipy.stats, name).cdf(z, *shape), dtype=_float_dtype(z))
+
+
+_cdf_op = defop("standard_cdf", _standard_cdf_forward, _standard_cdf, save="x", register=False, elementwise=True)
+
+
+def _poisson_cdf_vjp(xp, g, ans, mu, *, k):
+    # d/dmu P(K <= k) = -P(K = floor(k)) for k >= 0
+    kk = np.floor(k)
+    pmf = poisson.pmf(kk, mu) if recorded(xp) else scipy.stats.poisson.pmf(kk, mu)
+    return -g * pmf
+
+
+_poisson_cdf_op = defop(
+    "poisson_cdf", lambda mu, *, k: np.asarray(scipy.stats.poisson.cdf(k, mu), dtype=_float_dtype(mu)),
+    _poisson_cdf_vjp, save="x", register=False, broadcast=True,
+)  # fmt: skip
+
+
+class _Distribution:
+    """A distribution with SciPy's method names; ``pdf``/``pmf`` are ``exp`` of the log-density."""
+
+    name = ""
+
+    def __repr__(self) -> str:
+        return f"tapegrad.scipy.stats.{self.name}"
+
+
+class _Continuous(_Distribution):
+    def pdf(self, x, *args, **kwargs):
+        return tg.exp(self.logpdf(x, *args, **kwargs))
+
+
+class _Discrete(_Distribution):
+    def pmf(self, k, *args, **kwargs):
+        return tg.exp(self.logpmf(k, *args, **kwargs))
+
+
+def _standard(x, loc, scale):
+    return (_t(x) - loc) / scale
+
+
+class _Norm(_Continuous):
+    """The normal distribution: ``norm.logpdf(x, loc=0, scale=1)``.
+
+    >>> from tapegrad.scipy import stats
+    >>> stats.norm.cdf(0.0)
+    np.float64(0.5)
+    """
+
+    name = "norm"
+
+    def logpdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        return -0.5 * z * z - tg.log(_t(scale)) - 0.5 * _LOG_2PI
+
+    def cdf(self, x, loc=0.0, scale=1.0):
+        return sp.ndtr(_standard(x, loc, scale))
+
+    def logcdf(self, x, loc=0.0, scale=1.0):
+        return sp.log_ndtr(_standard(x, loc, scale))
+
+    def sf(self, x, loc=0.0, scale=1.0):
+        return sp.ndtr(-_standard(x, loc, scale))
+
+    def logsf(self, x, loc=0.0, scale=1.0):
+        return sp.log_ndtr(-_standard(x, loc, scale))
+
+
+class _MultivariateNormal(_Continuous):
+    """``multivariate_normal.logpdf(x, mean, cov)``, ``x`` of shape ``(..., d)``, by the Cholesky factor of cov.
+
+    >>> import numpy as np
+    >>> from tapegrad.scipy import stats
+    >>> stats.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), np.eye(2))
+    np.float64(-1.8378770664093453)
+    """
+
+    name = "multivariate_normal"
+
+    def logpdf(self, x, mean=None, cov=1.0, allow_singular=False):
+        x = _t(x)
+        d = x.shape[-1] if x.ndim else 1
+        mean = tg.zeros(d) if mean is None else mean
+        cov = _t(cov)
+        if cov.ndim < 2:
+            cov = tg.multiply(tg.eye(d), cov)
+        chol = linalg.cholesky(cov)
+        diff = tg.reshape(x - mean, (-1, d))
+        z = linalg.solve_triangular(chol, tg.transpose(diff), lower=True)
+        half_logdet = tg.sum(tg.log(tg.diagonal(chol)))
+        out = -0.5 * tg.sum(z * z, axis=0) - half_logdet - 0.5 * d * _LOG_2PI
+        return tg.reshape(out, x.shape[:-1])
+
+    def entropy(self, mean=None, cov=1.0):
+        cov = _t(cov)
+        d = cov.shape[-1] if cov.ndim == 2 else 1
+        cov = cov if cov.ndim == 2 else tg.multiply(tg.eye(d), cov)
+        half_logdet = tg.sum(tg.log(tg.diagonal(linalg.cholesky(cov))))
+        return half_logdet + 0.5 * d * (1.0 + _LOG_2PI)
+
+
+class _StudentT(_Continuous):
+    """Student's t: ``t.logpdf(x, df, loc=0, scale=1)``, differentiable in df too."""
+
+    name = "t"
+
+    def logpdf(self, x, df, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        df = _t(df)
+        half = (df + 1.0) * 0.5
+        return (
+            sp.gammaln(half) - sp.gammaln(df * 0.5) - 0.5 * (tg.log(df) + _LOG_PI) - tg.log(_t(scale))
+            - half * tg.log1p(z * z / df)
+        )  # fmt: skip
+
+    def cdf(self, x, df, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; df is a constant here (the incomplete beta function)."""
+        return _cdf_op(_standard(x, loc, scale), name="t", shape=(_shape_parameter(df, "df", "t"),))
+
+    def logcdf(self, x, df, loc=0.0, scale=1.0):
+        return tg.log(self.cdf(x, df, loc, scale))
+
+
+class _Beta(_Continuous):
+    """``beta.logpdf(x, a, b, loc=0, scale=1)``, ``-inf`` outside (0, 1)."""
+
+    name = "beta"
+
+    def logpdf(self, x, a, b, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        inside = (z.data > 0) & (z.data < 1)
+        safe = tg.where(inside, z, 0.5)
+        value = sp.xlogy(_t(a) - 1.0, safe) + sp.xlog1py(_t(b) - 1.0, -safe) - sp.betaln(a, b) - tg.log(_t(scale))
+        return _inside(inside, value)
+
+    def cdf(self, x, a, b, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; a and b are constants here (the incomplete beta function)."""
+        shape = (_shape_parameter(a, "a", "beta"), _shape_parameter(b, "b", "beta"))
+        return _cdf_op(_standard(x, loc, scale), name="beta", shape=shape)
+
+
+class _Gamma(_Continuous):
+    """``gamma.logpdf(x, a, loc=0, scale=1)``, ``-inf`` below loc."""
+
+    name = "gamma"
+
+    def logpdf(self, x, a, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        inside = z.data > 0
+        safe = tg.where(inside, z, 1.0)
+        return _inside(inside, sp.xlogy(_t(a) - 1.0, safe) - safe - sp.gammaln(a) - tg.log(_t(scale)))
+
+    def cdf(self, x, a, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; a is a constant here (the incomplete gamma function)."""
+        return _cdf_op(_standard(x, loc, scale), name="gamma", shape=(_shape_parameter(a, "a", "gamma"),))
+
+
+class _Chi2(_Continuous):
+    """``chi2.logpdf(x, df, loc=0, scale=1)``: a gamma of shape df / 2 and scale 2."""
+
+    name = "chi2"
+
+    def logpdf(self, x, df, loc=0.0, scale=1.0):
+        return gamma.logpdf(x, _t(df) * 0.5, loc, _t(scale) * 2.0)
+
+    def cdf(self, x, df, loc=0.0, scale=1.0):
+        """Differentiable in x, loc and scale; df is a constant here (the incomplete gamma function)."""
+        return _cdf_op(_standard(x, loc, scale), name="chi2", shape=(_shape_parameter(df, "df", "chi2"),))
+
+
+class _Expon(_Continuous):
+    """``expon.logpdf(x, loc=0, scale=1)``, ``-inf`` below loc."""
+
+    name = "expon"
+
+    def logpdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        return _inside(z.data >= 0, -z - tg.log(_t(scale)))
+
+    def cdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        return tg.where(z.data >= 0, -tg.expm1(-tg.where(z.data >= 0, z, 0.0)), 0.0)
+
+    def logcdf(self, x, loc=0.0, scale=1.0):
+        return tg.log(self.cdf(x, loc, scale))
+
+
+class _Laplace(_Continuous):
+    """``laplace.logpdf(x, loc=0, scale=1)``."""
+
+    name = "laplace"
+
+    def logpdf(self, x, loc=0.0, scale=1.0):
+        return -tg.absolute(_standard(x, loc, scale)) - tg.log(2.0 * _t(scale))
+
+    def cdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        below = z.data < 0
+        return tg.where(below, 0.5 * tg.exp(tg.where(below, z, 0.0)), 1.0 - 0.5 * tg.exp(-tg.where(below, 0.0, z)))
+
+
+class _Logistic(_Continuous):
+    """``logistic.logpdf(x, loc=0, scale=1)``."""
+
+    name = "logistic"
+
+    def logpdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        return tg.log_sigmoid(z) + tg.log_sigmoid(-z) - tg.log(_t(scale))
+
+    def cdf(self, x, loc=0.0, scale=1.0):
+        return tg.sigmoid(_standard(x, loc, scale))
+
+    def logcdf(self, x, loc=0.0, scale=1.0):
+        return tg.log_sigmoid(_standard(x, loc, scale))
+
+
+class _Cauchy(_Continuous):
+    """``cauchy.logpdf(x, loc=0, scale=1)``."""
+
+    name = "cauchy"
+
+    def logpdf(self, x, loc=0.0, scale=1.0):
+        z = _standard(x, loc, scale)
+        return -tg.log1p(z * z) - tg.log(_t(scale)) - _LOG_PI
+
+    def cdf(self, x, loc=0.0, scale=1.0):
+        return 0.5 + tg.arctan(_standard(x, loc, scale)) / math.pi
+
+
+class _Dirichlet(_Continuous):
+    """``dirichlet.logpdf(x, alpha)``, ``x`` of shape ``(k,)`` or ``(k, n)`` (quantiles along the first axis,
+    as SciPy's)."""
+
+    name = "dirichlet"
+
+    def logpdf(self, x, alpha):
+        x, alpha = _t(x), _t(alpha)
+        a = alpha if x.ndim == 1 else tg.reshape(alpha, (-1, 1))
+        log_norm = tg.sum(sp.gammaln(alpha)) - sp.gammaln(tg.sum(alpha))
+        return tg.sum(sp.xlogy(a - 1.0, x), axis=0) - log_norm
+
+
+class _Poisson(_Discrete):
+    """``poisson.logpmf(k, mu, loc=0)``, differentiable in mu."""
+
+    name = "poisson"
+
+    def logpmf(self, k, mu, loc=0):
+        k = np.asarray(k) - loc
+        return _inside(k >= 0, sp.xlogy(np.maximum(k, 0), mu) - sp.gammaln(np.maximum(k, 0) + 1.0) - mu)
+
+    def cdf(self, k, mu, loc=0):
+        """P(K <= k), differentiable in mu."""
+        return _poisson_cdf_op(mu, k=np.asarray(k, dtype=np.float64) - loc)
+
+
+class _Bernoulli(_Discrete):
+    """``bernoulli.logpmf(k, p, loc=0)``, differentiable in p."""
+
+    name = "bernoulli"
+
+    def logpmf(self, k, p, loc=0):
+        k = np.asarray(k) - loc
+        return _inside((k == 0) | (k == 1), sp.xlogy(k, p) + sp.xlog1py(1 - k, -_t(p)))
+
+
+class _Binom(_Discrete):
+    """``binom.logpmf(k, n, p, loc=0)``, differentiable in p."""
+
+    name = "binom"
+
+    def logpmf(self, k, n, p, loc=0):
+        k, n = np.asarray(k) - loc, np.asarray(n)
+        inside = (k >= 0) & (k <= n)
+        k = np.clip(k, 0, n)
+        log_choose = sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
+        return _inside(inside, log_choose + sp.xlogy(k, p) + sp.xlog1py(n - k, -_t(p)))
+
+
+norm = _Norm()
+multivariate_normal = _MultivariateNormal()
+t = _StudentT()
+beta = _Beta()
+gamma = _Gamma()
+chi2 = _Chi2()
+expon = _Expon()
+laplace = _Laplace()
+logistic = _Logistic()
+cauchy = _Cauchy()
+dirichlet = _Dirichlet()
+poisson = _Poisson()
+bernoulli = _Bernoulli()
+binom = _Binom()
+_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "logpmf", "pmf", "entropy")
+for _d in (norm, multivariate_normal, t, beta, gamma, chi2, expon, laplace, logistic, cauchy, dirichlet, poisson,
+           bernoulli, binom):  # fmt: skip
+    for _m in _METHODS:
+        if hasattr(_d, _m):
+            setattr(_d, _m, like_scipy(getattr(_d, _m)))  # SciPy's types on arrays, tensors on tensors
+_DISTRIBUTIONS = {"t": t, "beta": beta, "gamma": gamma, "chi2": chi2}  # SciPy's names -> ours, for the CDFs' rule

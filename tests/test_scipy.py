@@ -1,0 +1,357 @@
+"""tapegrad.scipy: SciPy's ufuncs on tensors, SciPy's functions that would make constants, and SciPy's names.
+
+The special functions' derivatives are the op table's (tests/op_rows_special.py); here: what SciPy's own
+functions do on tensors, the SciPy-signature wrappers, and the optional import.
+"""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+scipy_special = pytest.importorskip("scipy.special", reason="tapegrad.scipy needs SciPy (the scipy extra)")
+scipy_stats = pytest.importorskip("scipy.stats")
+special = pytest.importorskip("tapegrad.scipy.special")
+
+X = np.array([0.3, -0.7, 1.2])
+
+
+# -- SciPy's ufuncs on tensors dispatch to tapegrad's rules -----------------------------------------------
+@pytest.mark.parametrize(
+    "ufunc,args,domain",
+    [
+        ("erf", (), "real"), ("erfc", (), "real"), ("expit", (), "real"), ("gammaln", (), "positive"),
+        ("digamma", (), "positive"), ("psi", (), "positive"), ("ndtr", (), "real"), ("log_ndtr", (), "real"),
+        ("i0", (), "real"), ("i1", (), "real"), ("iv", (1.5,), "positive"), ("entr", (), "positive"),
+        ("erfinv", (), "unit"), ("logit", (), "prob"), ("ndtri", (), "prob"), ("gamma", (), "positive"),
+        ("j0", (), "real"), ("jv", (1.5,), "positive"), ("jn", (2,), "real"), ("y1", (), "positive"),
+        ("yn", (2,), "positive"), ("ive", (0.5,), "positive"), ("rgamma", (), "positive"),
+        ("gammainc", (1.5,), "positive"), ("gammaincc", (1.5,), "positive"), ("betainc", (2.0, 3.0), "prob"),
+    ],
+)  # fmt: skip
+def test_scipy_ufunc_on_a_tensor_is_recorded(ufunc, args, domain):
+    x = {"real": X, "positive": np.abs(X) + 0.5, "unit": X / 2, "prob": np.abs(X) / 2 + 0.1}[domain]
+    f = getattr(scipy_special, ufunc)
+    t = tg.Tensor(x, requires_grad=True)
+    with tg.record():
+        y = f(*args, t)
+    assert isinstance(y, tg.Tensor) and y.requires_grad
+    np.testing.assert_allclose(y.data, f(*args, x), rtol=1e-14)
+    assert tg.gradcheck(lambda v: f(*args, v), x)
+
+
+def test_scipy_binary_ufuncs_broadcast_and_take_gradients_in_both():
+    for name in ("xlogy", "xlog1py", "beta", "betaln", "rel_entr"):
+        f = getattr(scipy_special, name)
+        assert tg.gradcheck(f, np.array([[0.5], [1.5]]), np.array([0.7, 1.1, 2.0])), name
+
+
+def test_a_scipy_ufunc_without_a_rule_is_refused_by_its_scipy_name():
+    t = tg.Tensor(X, requires_grad=True)
+    with tg.record(), pytest.raises(TypeError, match=r"^scipy\.special\.spence on a tensor of shape \(3,\)"):
+        scipy_special.spence(t)
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.xlogy\.accumulate"):
+        scipy_special.xlogy.accumulate(t)
+    with tg.record():  # and the user can go on
+        assert scipy_special.erf(t).requires_grad
+
+
+# -- SciPy's other functions would make a constant: they raise, naming themselves ----------------------
+def test_scipy_functions_that_convert_a_recorded_tensor_raise_naming_the_function():
+    cases = [
+        ("scipy.stats.norm.logpdf", lambda x: scipy_stats.norm.logpdf(x)),
+        ("scipy.stats.norm.logpdf", lambda x: scipy_stats.norm(loc=0.0).logpdf(x)),  # a frozen distribution
+        ("scipy.stats.gamma.cdf", lambda x: scipy_stats.gamma.cdf(x, 2.0)),
+        ("scipy.special.logsumexp", lambda x: scipy_special.logsumexp(x)),
+        ("scipy.special.polygamma", lambda x: scipy_special.polygamma(1, x)),
+    ]
+    for name, f in cases:
+        with pytest.raises(TypeError, match=name.replace(".", r"\.") + " converted a tensor") as err:
+            tg.grad(lambda x, f=f: f(x).sum())(X)
+        assert "tapegrad." + name in str(err.value)  # where the differentiable one is
+    assert tg.grad(lambda x: special.logsumexp(x))(X) == pytest.approx(np.exp(X) / np.exp(X).sum())
+
+
+def test_scipy_on_plain_arrays_and_outside_recording_is_untouched():
+    t = tg.Tensor(X)  # not being recorded: SciPy reads its value, as NumPy does
+    np.testing.assert_allclose(scipy_stats.norm.logpdf(t), scipy_stats.norm.logpdf(X))
+    np.testing.assert_allclose(scipy_special.logsumexp(X), special.logsumexp(tg.Tensor(X)).data)
+
+
+def test_grad_of_a_result_that_escaped_the_tape_raises_naming_the_escape():
+    def f(x):
+        return np.sum(np.asarray(x) ** 2) * tg.Tensor(1.0)  # np.asarray: off the tape, at this line
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tg.TapeEscapeWarning)
+        with pytest.raises(tg.TapeError, match=r"grad: .*np\.asarray\(t\).*test_scipy\.py:\d+.*zeros"):
+            tg.grad(f)(X)
+        with pytest.raises(tg.TapeError, match="left it"):  # warned once per line, named every time
+            tg.grad(f)(X)
+    np.testing.assert_array_equal(tg.grad(lambda x: tg.Tensor(3.0))(X), np.zeros(3))  # a constant, not an escape
+    np.testing.assert_allclose(tg.grad(lambda x: (x**2).sum())(X), 2 * X)  # and the user goes on
+
+
+# -- SciPy's signatures -------------------------------------------------------------------------------
+def test_logsumexp_with_scipy_signature():
+    a, b = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, 0.3]]), np.array([1.0, 2.0, 0.5])
+    for kwargs in ({}, {"axis": 0}, {"axis": 1, "keepdims": True}, {"b": b, "axis": -1}):
+        got = special.logsumexp(tg.Tensor(a), **{k: tg.Tensor(v) if k == "b" else v for k, v in kwargs.items()})
+        np.testing.assert_allclose(got.data, scipy_special.logsumexp(a, **kwargs), rtol=1e-13)
+        assert tg.gradcheck(lambda x, kw=kwargs: special.logsumexp(x, **kw), a)
+    assert tg.gradcheck(lambda x, w: special.logsumexp(x, axis=1, b=w), a, b)  # b gets its gradient too
+    out, sgn = special.logsumexp(tg.Tensor(a), b=np.array([1.0, -2.0, 0.5]), axis=1, return_sign=True)
+    want, want_sign = scipy_special.logsumexp(a, b=np.array([1.0, -2.0, 0.5]), axis=1, return_sign=True)
+    np.testing.assert_allclose(out.data, want, rtol=1e-13)
+    np.testing.assert_array_equal(sgn.data, want_sign)
+
+
+def test_softmax_defaults_to_every_axis_as_scipy():
+    a = np.array([[0.5, -1.0], [0.1, 0.2]])
+    np.testing.assert_allclose(special.softmax(tg.Tensor(a)).data, scipy_special.softmax(a), rtol=1e-14)
+    np.testing.assert_allclose(special.log_softmax(tg.Tensor(a), axis=0).data, scipy_special.log_softmax(a, axis=0))
+    assert tg.gradcheck(lambda x: special.softmax(x) * np.arange(4.0).reshape(2, 2), a)
+
+
+def test_orders_without_gradient_refuse_a_tensor_that_needs_one():
+    n = tg.Tensor(1.0, requires_grad=True)
+    with (
+        tg.record(),
+        pytest.raises(TypeError, match=r"scipy\.special\.polygamma: tapegrad has no gradient in the order n"),
+    ):
+        special.polygamma(n, tg.Tensor([1.0]))
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.iv: tapegrad has no gradient in the order v"):
+        special.iv(n, tg.Tensor([1.0]))
+    with pytest.raises(ValueError, match="non-negative integer"):
+        special.polygamma(1.5, tg.Tensor([1.0]))
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.gammainc: tapegrad has no gradient in a"):
+        special.gammainc(n, tg.Tensor([1.0]))
+    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.betainc: tapegrad has no gradient in b"):
+        special.betainc(2.0, n, tg.Tensor([0.5]))
+    np.testing.assert_array_equal(special.gammasgn(tg.Tensor([-0.5, 1.5])).data, [-1.0, 1.0])
+    assert not special.gammasgn(tg.Tensor([-0.5], requires_grad=True)).requires_grad  # piecewise constant
+    a = np.array([2.0, 3.5])
+    np.testing.assert_allclose(special.multigammaln(tg.Tensor(a), 3).data, scipy_special.multigammaln(a, 3))
+    assert tg.gradcheck(lambda a: special.multigammaln(a, 3), a)
+    # the third derivative of gammaln, by differentiating twice more
+    d3 = tg.grad(tg.grad(tg.grad(lambda x: special.gammaln(x))))(2.0)
+    np.testing.assert_allclose(d3, scipy_special.polygamma(2, 2.0), rtol=1e-10)
+
+
+def test_special_functions_refuse_other_array_libraries_by_name():
+    from tapegrad.ops.special import gammaln
+
+    with pytest.raises(NotImplementedError, match="gammaln: the tapegrad backend cannot run it"):
+        gammaln.op.forward(np.ones(2), xp=tg.ops.tensor_rules)
+
+
+def test_without_scipy_tapegrad_imports_and_tapegrad_scipy_names_the_extra():
+    code = (
+        "import sys; sys.modules['scipy'] = None\n"  # as if SciPy were not installed
+        "import tapegrad\n"
+        "try:\n    import tapegrad.scipy\nexcept ImportError as err:\n    print(err)\n"
+        "try:\n    tapegrad.ops.special.gammaln(tapegrad.Tensor([1.0]))\nexcept ImportError as err:\n    print(err)\n"
+        "print(tapegrad.grad(lambda x: tapegrad.erf(x).sum())(tapegrad.Tensor([0.0])))\n"  # tapegrad's own erf
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "tapegrad.scipy needs SciPy" in out and "tapegrad[scipy]" in out
+    assert "gammaln needs SciPy: install tapegrad with its extra, pip install 'tapegrad[scipy]'" in out
+    assert "[1.12837917]" in out
+
+
+# -- tapegrad.scipy.stats ------------------------------------------------------------------------------
+stats = pytest.importorskip("tapegrad.scipy.stats")
+P, U = np.array([0.4, 1.3, 2.2]), np.array([0.15, 0.5, 0.8])  # points on (0, inf) and (0, 1)
+
+# (distribution, method, point, parameters): each parameter is a float array, every one differentiated
+DENSITIES = [
+    ("norm", "logpdf", X, (0.3, 1.7)), ("norm", "pdf", X, (0.3, 1.7)), ("norm", "cdf", X, (0.3, 1.7)),
+    ("norm", "logcdf", X, (0.3, 1.7)), ("norm", "sf", X, (0.3, 1.7)), ("norm", "logsf", X, (0.3, 1.7)),
+    ("t", "logpdf", X, (3.5, 0.2, 1.4)), ("t", "pdf", X, (3.5, 0.2, 1.4)),
+    ("beta", "logpdf", U, (2.5, 1.5)), ("beta", "pdf", U, (2.5, 1.5)),
+    ("gamma", "logpdf", P, (2.5, 0.1, 1.5)), ("chi2", "logpdf", P, (3.0,)),
+    ("expon", "logpdf", P, (0.1, 1.5)), ("expon", "cdf", P, (0.1, 1.5)), ("expon", "logcdf", P, (0.1, 1.5)),
+    ("laplace", "logpdf", X, (0.1, 1.5)), ("laplace", "cdf", X, (0.1, 1.5)),
+    ("logistic", "logpdf", X, (0.1, 1.5)), ("logistic", "cdf", X, (0.1, 1.5)), ("logistic", "logcdf", X, (0.1, 1.5)),
+    ("cauchy", "logpdf", X, (0.1, 1.5)), ("cauchy", "cdf", X, (0.1, 1.5)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dist,method,x,params", DENSITIES, ids=[f"{d}.{m}" for d, m, _, _ in DENSITIES])
+def test_stats_densities_match_scipy_and_finite_differences_in_the_point_and_every_parameter(dist, method, x, params):
+    ours, theirs = getattr(getattr(stats, dist), method), getattr(getattr(scipy_stats, dist), method)
+    params = [np.full(x.shape, p) for p in params]  # one value per point, so each gets its own derivative
+    np.testing.assert_allclose(ours(x, *params), theirs(x, *params), rtol=1e-12, atol=1e-300)
+    assert tg.gradcheck(lambda *a: ours(*a), x, *params)
+    assert tg.gradgradcheck(lambda *a: ours(*a), x, *params)
+
+
+def test_stats_log_densities_are_minus_inf_outside_the_support_with_finite_gradients():
+    for dist, x, params in (("gamma", -0.5, (2.0,)), ("beta", 1.5, (2.0, 2.0)), ("expon", -1.0, ())):
+        got = getattr(stats, dist).logpdf(np.array([x, 0.5]), *params)
+        np.testing.assert_array_equal(got, getattr(scipy_stats, dist).logpdf(np.array([x, 0.5]), *params))
+        g = tg.grad(lambda v, d=dist, p=params: getattr(stats, d).logpdf(v, *p)[1])(np.array([x, 0.5]))
+        assert np.isfinite(g).all() and g[0] == 0
+
+
+def test_multivariate_normal_matches_scipy_and_finite_differences():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    cov, mean, x = a @ a.T + 3 * np.eye(3), rng.standard_normal(3), rng.standard_normal((4, 3))
+    want = scipy_stats.multivariate_normal.logpdf(x, mean, cov)
+    np.testing.assert_allclose(stats.multivariate_normal.logpdf(x, mean, cov), want, rtol=1e-12)
+    np.testing.assert_allclose(stats.multivariate_normal.pdf(x[0], mean, cov), np.exp(want[0]), rtol=1e-12)
+    assert tg.gradcheck(lambda x, m, c: stats.multivariate_normal.logpdf(x, m, (c + c.T) / 2), x, mean, cov)
+    np.testing.assert_allclose(
+        stats.multivariate_normal.entropy(mean, cov), scipy_stats.multivariate_normal.entropy(mean, cov)
+    )
+    assert tg.gradcheck(lambda c: stats.multivariate_normal.entropy(None, (c + c.T) / 2), cov)
+
+
+def test_dirichlet_matches_scipy_along_the_first_axis():
+    alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])
+    np.testing.assert_allclose(stats.dirichlet.logpdf(x, alpha), scipy_stats.dirichlet.logpdf(x, alpha))
+    np.testing.assert_allclose(stats.dirichlet.pdf(x[:, 0], alpha), scipy_stats.dirichlet.pdf(x[:, 0], alpha))
+    assert tg.gradcheck(lambda x, a: stats.dirichlet.logpdf(x, a), x, alpha)
+
+
+def test_discrete_distributions_match_scipy_and_are_differentiable_in_their_continuous_parameter():
+    k = np.array([0, 1, 3, 5])
+    cases = [("poisson", (2.5,), k), ("bernoulli", (0.3,), np.array([0, 1, 1])), ("binom", (5, 0.35), k)]
+    for dist, params, k in cases:
+        ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+        np.testing.assert_allclose(ours.logpmf(k, *params), theirs.logpmf(k, *params), rtol=1e-12)
+        np.testing.assert_allclose(ours.pmf(k, *params), theirs.pmf(k, *params), rtol=1e-12)
+        *fixed, p = params
+        assert tg.gradcheck(lambda q, d=ours, f=tuple(fixed), k=k: d.logpmf(k, *f, q), np.full(k.shape, float(p)))
+    np.testing.assert_array_equal(stats.poisson.logpmf(np.array([-1]), 2.0), [-np.inf])
+
+
+# -- linalg, signal, misc, integrate ------------------------------------------------------------------
+scipy_linalg = pytest.importorskip("scipy.linalg")
+scipy_signal = pytest.importorskip("scipy.signal")
+tsl = pytest.importorskip("tapegrad.scipy.linalg")
+tss = pytest.importorskip("tapegrad.scipy.signal")
+integrate = pytest.importorskip("tapegrad.scipy.integrate")
+RNG = np.random.default_rng(7)
+A = RNG.standard_normal((3, 3))
+SPD = A @ A.T + 3 * np.eye(3)
+
+
+def test_linalg_matches_scipy_and_finite_differences():
+    b = RNG.standard_normal((3, 2))
+    for lower in (False, True):
+        c = tsl.cho_factor(SPD, lower=lower)
+        np.testing.assert_allclose(
+            tsl.cho_solve(c, b), scipy_linalg.cho_solve(scipy_linalg.cho_factor(SPD, lower=lower), b)
+        )
+        assert tg.gradcheck(lambda a, b, lo=lower: tsl.cho_solve(tsl.cho_factor((a + a.T) / 2, lower=lo), b), SPD, b)
+    L = np.tril(A) + 3 * np.eye(3)
+    np.testing.assert_allclose(tsl.solve_triangular(L, b, lower=True), scipy_linalg.solve_triangular(L, b, lower=True))
+    np.testing.assert_allclose(tsl.expm(A * 0.3), scipy_linalg.expm(A * 0.3), rtol=1e-12)
+    np.testing.assert_allclose(tsl.sqrtm(SPD), scipy_linalg.sqrtm(SPD), rtol=1e-10)
+    assert tg.gradcheck(tsl.sqrtm, SPD + 0.3 * A)  # a general (non-symmetric) matrix with a real root
+    with pytest.raises(NotImplementedError, match="sqrtm: tapegrad has its first derivative only"):
+        tg.hessian(lambda a: tsl.sqrtm(a).sum())(SPD)
+    with pytest.raises(ValueError, match="sqrtm: this matrix has no real square root"):
+        tsl.sqrtm(-np.eye(2))
+
+
+@pytest.mark.parametrize("mode", ["full", "valid", "same"])
+@pytest.mark.parametrize("shapes", [((5,), (3,)), ((3,), (5,)), ((4, 3), (2, 2)), ((2, 3), (3, 4)), ((2, 5), (3, 4))])
+def test_signal_convolve_matches_scipy_in_every_mode(mode, shapes):
+    a, v = RNG.standard_normal(shapes[0]), RNG.standard_normal(shapes[1])
+    if mode == "valid" and shapes == ((2, 5), (3, 4)):  # neither is at least as large as the other
+        with pytest.raises(ValueError, match="valid"):
+            tss.convolve(a, v, mode=mode)
+        return
+    np.testing.assert_allclose(tss.convolve(a, v, mode=mode), scipy_signal.convolve(a, v, mode=mode), atol=1e-14)
+    assert tg.gradcheck(lambda a, v: tss.convolve(a, v, mode=mode), a, v)
+
+
+def test_misc_logsumexp_is_specials():
+    from tapegrad.scipy import misc
+
+    assert misc.logsumexp is special.logsumexp
+
+
+def _field(y, t, W, b):
+    return tg.tanh(W @ y + b) * (1.0 + 0.1 * t)
+
+
+def test_odeint_gradients_in_y0_times_and_parameters_match_finite_differences():
+    W, b = RNG.standard_normal((2, 2)) * 0.5, RNG.standard_normal(2) * 0.3
+    y0, t, w = np.array([0.5, -0.3]), np.array([0.0, 0.4, 1.0]), RNG.standard_normal((3, 2))
+    opts = {"rtol": 1e-12, "atol": 1e-12}
+    from scipy.integrate import odeint as scipy_odeint
+
+    np.testing.assert_allclose(
+        integrate.odeint(_field, y0, t, (W, b), **opts),
+        scipy_odeint(lambda y, s: np.tanh(W @ y + b) * (1 + 0.1 * s), y0, t, **opts),
+        rtol=1e-10,
+    )
+    assert tg.gradcheck(lambda y0, t, W, b: integrate.odeint(_field, y0, t, (W, b), **opts) * w, y0, t, W, b)
+
+
+def test_odeint_against_the_closed_form_and_refuses_what_it_cannot_do():
+    k = 0.7
+    g = tg.grad(lambda y0, k: integrate.odeint(lambda y, t, k: -k * y, y0, np.array([0.0, 2.0]), (k,), rtol=1e-11,
+                                                atol=1e-11)[-1].sum(), argnums=(0, 1))(np.array([1.5]), k)  # fmt: skip
+    np.testing.assert_allclose(g[0], [np.exp(-2 * k)], rtol=1e-7)
+    np.testing.assert_allclose(g[1], -2 * 1.5 * np.exp(-2 * k), rtol=1e-7)
+    with pytest.raises(NotImplementedError, match="odeint: tapegrad has its first derivatives only"):
+        tg.hessian(lambda y0: integrate.odeint(lambda y, t: -y, y0, np.array([0.0, 1.0])).sum())(np.ones(1))
+    with pytest.raises(ValueError, match="odeint: y0 and t must be vectors"):
+        integrate.odeint(lambda y, t: -y, np.ones((2, 2)), np.array([0.0, 1.0]))
+
+
+CDFS = [("t", X, (3.5,)), ("gamma", P, (2.5,)), ("chi2", P, (3.0,)), ("beta", U, (2.0, 3.0))]
+
+
+@pytest.mark.parametrize("dist,x,shape", CDFS, ids=[d for d, _, _ in CDFS])
+def test_incomplete_beta_and_gamma_cdfs_are_differentiable_in_x_loc_scale_and_refuse_a_shape_gradient(dist, x, shape):
+    ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+    loc, scale = np.full(x.shape, -0.05), np.full(x.shape, 1.1)
+    np.testing.assert_allclose(ours.cdf(x, *shape, loc, scale), theirs.cdf(x, *shape, loc, scale), rtol=1e-12)
+    assert tg.gradcheck(lambda x, m, s: ours.cdf(x, *shape, m, s), x, loc, scale)
+    assert tg.gradgradcheck(lambda x: ours.cdf(x, *shape), x)  # the rule is tapegrad's own pdf, recorded
+    with pytest.raises(TypeError, match=rf"scipy\.stats\.{dist}\.cdf: tapegrad has no gradient in"):
+        tg.grad(lambda p: ours.cdf(x, p, *shape[1:]).sum())(shape[0])
+    if dist == "t":
+        np.testing.assert_allclose(ours.logcdf(x, *shape), theirs.logcdf(x, *shape), rtol=1e-12)
+
+
+def test_poisson_cdf_is_differentiable_in_mu():
+    k = np.array([0, 2, 5])
+    np.testing.assert_allclose(stats.poisson.cdf(k, 2.5), scipy_stats.poisson.cdf(k, 2.5), rtol=1e-14)
+    assert tg.gradcheck(lambda m: stats.poisson.cdf(k, m), np.full(3, 2.5))
+    assert tg.gradgradcheck(lambda m: stats.poisson.cdf(k, m), np.full(3, 2.5))
+
+
+def test_tapegrad_scipy_returns_scipys_types_on_arrays_and_tensors_on_tensors():
+    # the rule of tapegrad.numpy (docs/guide/numpy.md, "Which type comes back"), inside record() or not
+    calls = [
+        (lambda v: special.gammaln(v), lambda v: scipy_special.gammaln(v)),
+        (lambda v: special.logsumexp(v), lambda v: scipy_special.logsumexp(v)),
+        (lambda v: stats.norm.logpdf(v, 0.5), lambda v: scipy_stats.norm.logpdf(v, 0.5)),
+        (lambda v: stats.t.cdf(v, 3.0), lambda v: scipy_stats.t.cdf(v, 3.0)),
+        (
+            lambda v: tss.convolve(tg.atleast_1d(v) if isinstance(v, tg.Tensor) else np.atleast_1d(v), np.ones(2)),
+            lambda v: scipy_signal.convolve(np.atleast_1d(v), np.ones(2)),
+        ),
+    ]
+    for ours, theirs in calls:
+        for inside in (False, True):
+            with tg.record() if inside else warnings.catch_warnings():
+                for v in (np.abs(X) + 0.5, 1.5):
+                    got, want = ours(v), theirs(v)
+                    assert type(got) is type(want), (got, want)
+                    np.testing.assert_allclose(got, want, rtol=1e-12)
+                assert isinstance(ours(tg.Tensor(np.abs(X) + 0.5)), tg.Tensor)
+    c, lower = tsl.cho_factor(SPD)
+    assert type(c) is np.ndarray and lower is False
+    assert type(integrate.odeint(lambda y, t: -y, np.ones(1), np.array([0.0, 1.0]))) is np.ndarray
