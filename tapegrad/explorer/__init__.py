@@ -263,10 +263,14 @@ def _explore_tape(t, loss):
 
 def _replay(t, out, rows, leaves, title):
     capture = ReplayCapture(t, measure=len(rows) <= MEASURE_UP_TO)
-    t.add_replay_observer(lambda tape: capture)
+    once = [capture]  # this replay only: a persistent tape's later backward() is not observed (nor kept)
+    t.add_replay_observer(lambda tape: once.pop() if once else None)
     needed = {name: leaf for name, leaf in leaves.items() if leaf.requires_grad}
-    grads = t.gradient(out, list(needed.values())) if rows else [None] * len(needed)
-    capture.done()
+    try:
+        grads = t.gradient(out, list(needed.values())) if rows else [None] * len(needed)
+    finally:
+        once.clear()
+        capture.done()
     adjoints = {name: (summary(g) if g is not None else None) for name, g in zip(needed, grads)}
     return _data(rows, leaves, title, summary(out._data), capture.steps, adjoints)
 
