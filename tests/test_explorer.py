@@ -308,3 +308,19 @@ def test_a_persistent_tape_explored_replays_again_unobserved():
     y.backward()
     assert x.grad == 12.0 and len(first.data["steps"]) == len(second.data["steps"]) == steps
     t.release()
+
+
+def test_a_consumed_tape_or_a_loss_it_did_not_compute_is_refused_by_name():
+    # a tape backward() had freed showed as an empty page with no adjoints, in silence
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tg.record() as t:
+        y = x * x
+    y.backward()
+    with pytest.raises(ValueError, match=r"tg\.explore\(tape\): the tape is replayed .*persistent=True"):
+        tg.explore(t, y)
+    with tg.record() as t:
+        y = x * x
+    for loss, what in [(x, "a tensor it did not compute"), (3.0, "float")]:
+        with pytest.raises(TypeError, match=rf"tg\.explore\(tape, loss\): loss must be a tensor .*{what}"):
+            tg.explore(t, loss)
+    assert tg.explore(t, y).grads == {"in0": 4.0}
