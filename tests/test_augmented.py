@@ -262,3 +262,23 @@ def test_a_compiled_function_rebinds_a_constant_that_takes_a_traced_value(check)
     constant = tg.zeros(3)
     with pytest.raises(tg.TracingError, match=r"in-place \+= of a traced value"):
         tg.compile(lambda x: (x.__iadd__(constant), x)[1])(tg.Tensor(np.ones(3)))  # x itself traced: refused
+
+
+def test_in_place_and_recorded_differ_only_where_numpy_keeps_the_shape_and_dtype():
+    # the recording guide's claim: NumPy's in-place update refuses a larger shape or an integer result's
+    # promotion, and rounds to x's dtype; recorded, x += y is x + y's shape and dtype
+    w = tg.Tensor(np.ones(2), requires_grad=True)
+    for x, y in [(np.ones(2), np.ones((3, 2))), (np.arange(2), np.full(2, 0.5))]:
+        with pytest.raises((ValueError, TypeError)):
+            h = tg.Tensor(x)
+            h += y
+        with tg.record():
+            h = tg.Tensor(x)
+            h += w * y
+        assert h.shape == np.broadcast_shapes(x.shape, y.shape) and h.dtype == np.float64
+    h = tg.Tensor(np.ones(2, dtype=np.float32))
+    h += np.ones(2)
+    assert h.dtype == np.float32
+    with tg.record():
+        h += w
+    assert h.dtype == np.float64
