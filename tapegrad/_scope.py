@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._state import ESCAPED, is_recording
+from ._state import ESCAPED, is_recording, transform_argument
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
@@ -120,7 +120,7 @@ def _as_tensor(leaf, what, nested):
             data = data.astype(np.float64)
     t = Tensor._wrap(data)
     t.requires_grad = True
-    return t
+    return transform_argument(t)  # f's own value: x += y inside f rebinds it, as autograd's programs expect
 
 
 def run(t, f, args, kwargs, nums, what):

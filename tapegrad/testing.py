@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._scope import argnums_of, check_argnums, parse_argnums
+from ._state import transform_argument
 from ._tensor import Tensor
 from .backend import to_numpy
 from .errors import GradcheckError
@@ -54,7 +55,8 @@ def _cotangent(v, is_complex):
 
 
 def _value(fn, arrays, asarray=None):
-    out = fn(*[Tensor(a if asarray is None else asarray(a)) for a in arrays])
+    # copies: an in-place update inside fn (x += 1 on a value not recorded) must not move the perturbed point
+    out = fn(*[Tensor(a.copy() if asarray is None else asarray(a.copy())) for a in arrays])
     out = np.asarray(to_numpy(out.numpy()) if isinstance(out, Tensor) else out)
     return np.array(out, dtype=np.complex128 if out.dtype.kind == "c" else np.float64)
 
@@ -79,7 +81,10 @@ def numerical_jacobian(fn, arrays, i, eps, asarray=None):
 def _reverse(fn, arrays, cotangent, asarray=None):
     """Derivatives of <cotangent, fn(x)> along every input's real coordinates, and the op names the tape
     recorded. ``cotangent`` is given on the output's real coordinates."""
-    xs = [Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True) for a in arrays]
+    xs = [
+        transform_argument(Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True))
+        for a in arrays
+    ]
     with record(persistent=True) as t:
         out = fn(*xs)
     if not isinstance(out, Tensor):

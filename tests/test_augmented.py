@@ -282,3 +282,35 @@ def test_in_place_and_recorded_differ_only_where_numpy_keeps_the_shape_and_dtype
     with tg.record():
         h += w
     assert h.dtype == np.float64
+
+
+def _shifted_square(x):
+    x += 1.0  # autograd's programs update their argument so: a rebinding there
+    x *= x
+    return x.sum()
+
+
+def test_a_transforms_own_argument_is_rebound_as_autograd_does():
+    # the leaf tg.grad makes of f's argument was refused as a user's parameter would be ("inside record()")
+    x = np.array([1.0, 2.0])
+    expected = 2 * (x + 1.0)
+    np.testing.assert_allclose(tg.grad(_shifted_square)(x), expected)
+    np.testing.assert_allclose(tg.value_and_grad(_shifted_square)(x)[1], expected)
+    np.testing.assert_allclose(tg.jvp(_shifted_square, (tg.Tensor(x),), (np.ones(2),))[1], expected.sum())
+    np.testing.assert_allclose(tg.compile(tg.grad(_shifted_square))(x), expected)
+    np.testing.assert_allclose(x, [1.0, 2.0])  # the caller's array is left as it was
+    # the numerical side of gradcheck runs fn on copies: fn's in-place update moved its perturbed point
+    assert tg.gradcheck(_shifted_square, tg.Tensor(x))
+    from tapegrad.testing import check_grads
+
+    assert check_grads(_shifted_square, modes=["fwd", "rev"], order=2)(x)
+    w = tg.Tensor(x, requires_grad=True)  # a leaf of the user's is still refused
+    with pytest.raises(RuntimeError, match=r"in-place \+= on a leaf that requires a gradient"):
+        with tg.record():
+            _shifted_square(w)
+
+
+def test_a_transforms_argument_rebinds_as_autograd_s_own_program_does():
+    autograd = pytest.importorskip("autograd", reason="autograd (the test extra) is the reference")
+    x = np.array([0.5, -1.5])
+    np.testing.assert_allclose(tg.grad(_shifted_square)(x), autograd.grad(_shifted_square)(x), rtol=1e-12)
