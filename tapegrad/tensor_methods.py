@@ -334,6 +334,8 @@ AUGMENTED = {
 
 
 def _recorded(v) -> bool:
+    if v.__class__ in (list, tuple):  # NumPy would read one holding a recorded tensor as a constant: the op refuses it
+        return any(_recorded(o) for o in v)
     return isinstance(v, Tensor) and (v._node is not None or v.requires_grad)
 
 

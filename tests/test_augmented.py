@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tapegrad as tg
+from tapegrad.errors import NestedTensorError
 from tapegrad.tensor_methods import AUGMENTED
 
 # each augmented operator: (Python's in-place operator, its out-of-place one, x, y): float ones differentiable
@@ -314,3 +315,23 @@ def test_a_transforms_argument_rebinds_as_autograd_s_own_program_does():
     autograd = pytest.importorskip("autograd", reason="autograd (the test extra) is the reference")
     x = np.array([0.5, -1.5])
     np.testing.assert_allclose(tg.grad(_shifted_square)(x), autograd.grad(_shifted_square)(x), rtol=1e-12)
+
+
+def test_a_list_holding_a_recorded_tensor_is_refused_as_the_operator_refuses_it():
+    # acc += [w[0] * 2, w[1]] wrote the values into the constant in place: the gradient through them was dropped
+    # in silence (and the constant changed), where acc + [...] raises
+    w = tg.Tensor([1.0, 2.0], requires_grad=True)
+    acc = tg.zeros(2)
+    with tg.record():
+        total = acc
+        with pytest.raises(NestedTensorError, match=r"add: an input is a list holding tensors.*tg\.stack"):
+            total += [w[0] * 2, w[1]]
+        total += tg.stack([w[0] * 2, w[1]])
+        loss = (total * w).sum()
+    np.testing.assert_allclose(acc.data, [0.0, 0.0])
+    loss.backward()
+    np.testing.assert_allclose(w.grad, [4.0, 4.0])
+    c = tg.Tensor([1.0, 2.0])
+    with tg.record():
+        c += [tg.Tensor(1.0), 2.0]  # constants only: in place, as before
+    np.testing.assert_allclose(c.data, [2.0, 4.0])
