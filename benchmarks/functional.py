@@ -4,7 +4,7 @@
 
 1. ``grad(f)(w)`` against the same loss written with ``record()`` and ``backward()``: the transform's overhead.
 2. ``hvp`` against forming the Hessian and multiplying: two reverse passes against one replay per parameter.
-3. ``jvp`` (double VJP) against one ``vjp``: forward mode costs about one more reverse pass.
+3. ``jvp`` (forward mode, tangents beside the forward pass) against one ``vjp``.
 4. ``jacobian`` of a tall function by rows (reverse) and by columns (forward, double VJP).
 
 Each candidate's result is checked against the others' before it is timed. It prints and writes nothing else.

@@ -71,16 +71,18 @@ def fit(x, y, noise, prior, steps, samples, lr, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=50, help="data points (default 50)")
-    parser.add_argument("--d", type=int, default=8, help="features (default 8)")
-    parser.add_argument("--noise", type=float, default=0.5, help="the noise's standard deviation (default 0.5)")
-    parser.add_argument("--prior", type=float, default=1.0, help="the prior's standard deviation (default 1)")
-    parser.add_argument("--steps", type=int, default=3000, help="Adam steps (default 3000)")
-    parser.add_argument("--samples", type=int, default=16, help="draws per ELBO estimate (default 16)")
-    parser.add_argument("--lr", type=float, default=0.05, help="Adam's initial step size (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quiet", action="store_true")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=50, help="data points")
+    parser.add_argument("--d", type=int, default=8, help="features")
+    parser.add_argument("--noise", type=float, default=0.5, help="the noise's standard deviation")
+    parser.add_argument("--prior", type=float, default=1.0, help="the prior's standard deviation")
+    parser.add_argument("--steps", type=int, default=3000, help="Adam steps")
+    parser.add_argument("--samples", type=int, default=16, help="draws per ELBO estimate")
+    parser.add_argument("--lr", type=float, default=0.05, help="Adam's initial step size")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data, the initial values and the draws")
+    parser.add_argument("--quiet", action="store_true", help="print only the final figures")
     args = parser.parse_args(argv)
     x, y = make_data(args.n, args.d, args.noise, args.seed)
     mean, var, history = fit(x, y, args.noise, args.prior, args.steps, args.samples, args.lr, args.seed + 1)

@@ -86,10 +86,12 @@ def _row(values, digits):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=600, help="data points (default 600)")
-    parser.add_argument("--components", type=int, default=3, choices=(1, 2, 3), help="mixture components (default 3)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data (default 0)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--points", type=int, default=600, help="data points")
+    parser.add_argument("--components", type=int, default=3, choices=(1, 2, 3), help="mixture components")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data")
     args = parser.parse_args(argv)
     k = args.components
     x = make_data(args.points, args.seed, k)

@@ -46,15 +46,17 @@ def trajectory_loss(params, t, data, tol):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--points", type=int, default=20, help="observed times (default 20)")
-    parser.add_argument("--horizon", type=float, default=3.0, help="the last observed time (default 3)")
-    parser.add_argument("--hidden", type=int, default=16, help="hidden units of the field (default 16)")
-    parser.add_argument("--steps", type=int, default=300, help="Adam steps (default 300)")
-    parser.add_argument("--lr", type=float, default=0.02, help="Adam's step size (default 0.02)")
-    parser.add_argument("--tol", type=float, default=1e-6, help="odeint's rtol and atol (default 1e-6)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quiet", action="store_true")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--points", type=int, default=20, help="observed times")
+    parser.add_argument("--horizon", type=float, default=3.0, help="the last observed time")
+    parser.add_argument("--hidden", type=int, default=16, help="hidden units of the field")
+    parser.add_argument("--steps", type=int, default=300, help="Adam steps")
+    parser.add_argument("--lr", type=float, default=0.02, help="Adam's step size")
+    parser.add_argument("--tol", type=float, default=1e-6, help="odeint's rtol and atol")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data, the initial values and the draws")
+    parser.add_argument("--quiet", action="store_true", help="print only the final figures")
     args = parser.parse_args(argv)
     t, data = make_data(args.points, args.horizon)
     params = init(args.hidden, args.seed)

@@ -72,9 +72,11 @@ def build_dataset(text, sequence_length, alphabet_size, max_lines=-1):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iters", type=int, default=100, help="Adam steps (default 100)")
-    parser.add_argument("--lines", type=int, default=60, help="lines of text to train on (default 60)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--iters", type=int, default=100, help="Adam steps")
+    parser.add_argument("--lines", type=int, default=60, help="lines of text to train on")
     args = parser.parse_args(argv)
     num_chars = 128
     train_inputs = build_dataset(inspect.getsource(argparse), 30, num_chars, args.lines)

@@ -33,6 +33,7 @@ from . import (
     viz,
 )
 from ._tensor import Tensor, tensor
+from .batching import vmap
 from .convenience import (
     elementwise_grad,
     fixed_point,
@@ -67,7 +68,7 @@ from .registry import NONDIFF, REGISTRY, defnondiff, defop
 from .serialization import load, save
 from .tape import Tape, record, stop_recording
 from .testing import gradcheck, gradgradcheck
-from .transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from .transforms import grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, linearize, value_and_grad, vjp
 
 del tensor_methods  # imported for its effect: Tensor's operators and methods are bound
 
@@ -135,8 +136,12 @@ __all__ = [
     "vjp",
     "jvp",
     "jacobian",
+    "jacfwd",
+    "jacrev",
+    "linearize",
     "hessian",
     "hvp",
+    "vmap",
     "elementwise_grad",
     "grad_named",
     "multigrad_dict",

@@ -11,18 +11,34 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._state import ESCAPED, is_recording, transform_argument
+from ._batched import Batched
+from ._state import BATCH, ESCAPED, FORWARD, is_recording, transform_argument
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
 from .core import keep_pending
 from .errors import TapeError
+from .forward import has_tangent
 from .registry import defop
 from .tape import Tape, record
 
 # A differentiated argument that an outer tape recorded enters f through this op, so that it is also a value
 # of the transform's own tape (and stays connected to the outer one). Any other argument enters as a new leaf.
-functional_input = defop("functional_input", lambda x: x.view(), lambda xp, g, ans, x: g, register=False, view=True)
+functional_input = defop(
+    "functional_input",
+    lambda x: x.view(),
+    lambda xp, g, ans, x: g,
+    register=False,
+    view=True,
+    linear=True,
+    batch="leading",
+)
+
+
+def keeps_tensors() -> bool:
+    """Whether results stay tensors: an outer tape records, or a forward-mode level (their tangents) or a vmap
+    level (their batch) is open."""
+    return is_recording() or bool(FORWARD.get()) or bool(BATCH.get())
 
 
 class Scope:
@@ -111,8 +127,16 @@ def _as_tensor(leaf, what, nested):
                 f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
                 "pass floating-point data, e.g. x.astype(np.float64)"
             )
-        if nested and (leaf._node is not None or leaf.requires_grad):
-            return functional_input(leaf)
+        if (
+            (nested and (leaf._node is not None or leaf.requires_grad))
+            or has_tangent(leaf)
+            or isinstance(leaf, Batched)
+        ):
+            t = functional_input(leaf)  # its tangents (forward mode) come along
+            if t._node is None:
+                t.requires_grad = True  # a leaf of this tape that only forward mode knew
+                transform_argument(t)
+            return t
         data = leaf._data
     else:
         data = np.asarray(leaf)
@@ -132,7 +156,7 @@ def run(t, f, args, kwargs, nums, what):
         leaves, spec = tree_flatten(args[i], f"{what}: argument {i}")
         specs.append((spec, len(leaves)))
         flat.extend(leaves)
-    nested = is_recording()
+    nested = keeps_tensors()
     with t:
         xs = [_as_tensor(leaf, what, nested) for leaf in flat]
         k = 0

@@ -50,6 +50,8 @@ __all__ = [
     "numpy_conversion",
     "TRACING",
     "TRACER",
+    "FORWARD",
+    "BATCH",
     "PROBE",
     "tracer",
     "is_traced",
@@ -106,8 +108,9 @@ def current():
 
 # -- tracing (tapegrad.compile) ----------------------------------------------------------------------------
 class _Tracing:
-    """``TRACING.n``: the traces and profiles in progress, in every context (the check ops make before anything
-    else): while it is 0, an op pays one attribute read for the tracer and the probe together."""
+    """``TRACING.n``: the traces and profiles in progress, and forward mode's and vmap's levels, in every context
+    (the check ops make before anything else): while it is 0, an op pays one attribute read for the tracer and
+    the probe together."""
 
     __slots__ = ("n", "_lock")
 
@@ -123,6 +126,11 @@ class _Tracing:
 
 TRACING = _Tracing()
 TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context's tracer while it traces
+# Forward mode (tapegrad.forward): the levels whose tangents ops propagate in this context, innermost last. While a
+# level is open TRACING.n counts it, so that every op reaches apply's report (tangents are computed there).
+FORWARD: ContextVar[tuple] = ContextVar("tapegrad_forward", default=())
+# vmap (tapegrad.batching): the batch levels open in this context, outermost first; TRACING.n counts them too.
+BATCH: ContextVar[tuple] = ContextVar("tapegrad_batch", default=())
 # This context's op probe while it is profiled (tapegrad.profiler): ``probe.start(op)`` before an op's forward,
 # ``probe.stop(op, datas, params, out)`` after it; it counts in TRACING.n while it is set.
 PROBE: ContextVar = ContextVar("tapegrad_probe", default=None)

@@ -41,7 +41,7 @@ class Tensor:
 
     __module__ = "tapegrad"  # its public name: pickles, reprs and docs say tapegrad.Tensor
 
-    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "__weakref__")
+    __slots__ = ("_data", "grad", "requires_grad", "_node", "_hooks", "_name", "_tangents", "__weakref__")
 
     # NumPy's protocols (__array_ufunc__, __array_function__) are rows of tensor_methods' table, implemented by
     # tapegrad.numpy: np.exp(x) and np.ones(3) + x are recorded. Until then NumPy defers to the reflected operators.
@@ -319,6 +319,15 @@ def update_in_place(t, other, ufunc, inplace_operator, symbol):
     it records a new value instead."""
     if TRACING.n:
         concrete(t._data, f"in-place {symbol}")
+        if getattr(t._node or t, "_tangents", None) or (
+            isinstance(other, Tensor) and getattr(other._node or other, "_tangents", None)
+        ):
+            raise RuntimeError(
+                f"in-place {symbol} on a tensor with a tangent (inside jvp, jacfwd, hvp or linearize): its tangent "
+                f"would not follow. Write x = x {symbol[0]} y"
+            )
+        if hasattr(t, "_levels") or hasattr(other, "_levels"):  # vmap's Batched: the batch would not line up
+            raise RuntimeError(f"in-place {symbol} on a batched tensor inside vmap: write x = x {symbol[0]} y")
     other = other._data if isinstance(other, Tensor) else other
     data = t._data
     if data.__class__ is np.ndarray:

@@ -85,7 +85,7 @@ def make_vjp(f: Callable, argnums: int | Sequence[int] = 0, *, argnum: int | Non
 
 def make_jvp(f: Callable, argnums: int | Sequence[int] = 0, *, argnum: int | None = None) -> Callable:
     """autograd's ``make_jvp``: ``make_jvp(f)(*args)`` is a function of a tangent ``v`` returning ``(ans, J v)``
-    (one forward and two reverse passes per tangent, as :func:`tapegrad.jvp`, which is JAX's ``jvp(f, primals,
+    (one forward pass with tangents per call, as :func:`tapegrad.jvp`, which is JAX's ``jvp(f, primals,
     tangents)``).
 
     >>> import numpy as np, tapegrad as tg
@@ -304,7 +304,8 @@ def _iterate(step, x, distance, tol, max_iter, what):
     )
 
 
-@custom_op(save="a ans", register=False, name="fixed_point", broadcast=False)
+# no forward-mode rule: its VJP iterates to convergence on values; hessian and jacobian take reverse mode's rows
+@custom_op(save="a ans", register=False, name="fixed_point", broadcast=False, jvp=None)
 def _fixed_point(a, x0, *, f, unflatten, distance, tol, max_iter):
     return _iterate(lambda x: np.asarray(f(unflatten(a))(x)), x0, distance, tol, max_iter, "forward iteration")
 

@@ -48,6 +48,7 @@ class CustomOp:
         self.forward, self.save, self.register, self.broadcast = forward, save, register, broadcast
         self.name = name or forward.__name__
         self.fn = None
+        self.jvp = "transpose"  # forward mode's rule: the VJP rule transposed (custom_op(jvp=None): none)
         functools.update_wrapper(self, forward)
 
     def defvjp(self, rule: Callable) -> Callable:
@@ -74,6 +75,7 @@ class CustomOp:
             broadcast=self.broadcast,
             doc=self.forward.__doc__,
             register=self.register,
+            jvp=self.jvp,  # forward mode: by default the rule transposed (written with xp, it runs on tensors)
         )
         return rule
 
@@ -95,12 +97,19 @@ class CustomOp:
 
 
 def custom_op(
-    save: str | tuple = (), *, name: str | None = None, register: bool = True, broadcast: bool = True
+    save: str | tuple = (),
+    *,
+    name: str | None = None,
+    register: bool = True,
+    broadcast: bool = True,
+    jvp: str | None = "transpose",
 ) -> Callable[[Callable], CustomOp]:
     """Decorator: make an op from a NumPy forward; give it a rule with ``@op.defvjp``.
 
     ``save`` lists what the rule reads (input names, ``"x.shape"``, ``"ans"``); ``register=False`` keeps the
-    op out of ``tapegrad.REGISTRY`` (tests, notebooks); ``broadcast`` lets inputs broadcast against each other.
+    op out of ``tapegrad.REGISTRY`` (tests, notebooks); ``broadcast`` lets inputs broadcast against each other;
+    ``jvp`` is its forward-mode rule: by default its VJP rule transposed (``"transpose"``), None for none (forward
+    mode then raises naming the op).
 
     >>> import numpy as np, tapegrad as tg
     >>> @tg.custom_op(save="x ans", register=False)
@@ -115,6 +124,8 @@ def custom_op(
     """
 
     def make(forward: Callable) -> CustomOp:
-        return CustomOp(forward, save, name, register, broadcast)
+        op = CustomOp(forward, save, name, register, broadcast)
+        op.jvp = jvp
+        return op
 
     return make

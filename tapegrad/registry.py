@@ -82,6 +82,17 @@ class Op:
       with no complex loop, declared for any other forward.
     - ``method``: a Tensor method of the same name as its public function, where NumPy's ndarray has none
       (``x.exp()``); a function named as an ndarray method is one without saying so.
+    - ``jvp``: its forward-mode rule, ``jvp(xp, tangents, ans, *inputs, **params)`` -> the output's tangent
+      (``tangents`` has one entry per input, None for an input without one; ``inputs`` are all the inputs), or
+      None where :mod:`tapegrad.forward` derives it: from the op itself for a ``linear`` op, from the VJP's
+      derivative for an ``elementwise`` one, by transposing the VJP for ``jvp="transpose"``.
+    - ``linear``: ``True`` for an op linear in its inputs together (``reshape``, ``sum``, ``concatenate``: the
+      tangent is the op of the tangents), ``"each"`` for one linear in each input apart (``matmul``,
+      ``einsum``: the tangent is the sum over inputs of the op with one input replaced by its tangent).
+    - ``batch``: how ``vmap`` runs it on a batch: a rule ``batch(k, datas, batched, params)`` (``k`` leading batch
+      axes on each batched input), ``"axis"`` (its ``axis`` parameter names input axes: shifted past the batch
+      axes), ``"leading"`` (its forward broadcasts over leading axes, as NumPy's linear algebra does), or None:
+      derived for an elementwise op (see :mod:`tapegrad.batching`).
     - ``outputs``: the names of its outputs where it has several (``("w", "v")``; ``()``: one). The forward
       returns a tuple of arrays, the op a tuple of tensors, the tape one entry; the rules get a tuple of
       cotangents (None for an output nobody used, which the rule skips) and ``ans`` as a tuple.
@@ -110,6 +121,9 @@ class Op:
         "method",
         "function",
         "module",
+        "jvp",
+        "linear",
+        "batch",
         "outputs",
     )
 
@@ -132,6 +146,9 @@ class Op:
         real_only=None,
         method=False,
         module=None,
+        jvp=None,
+        linear=None,
+        batch=None,
         outputs=(),
     ):
         self.name = name
@@ -161,6 +178,13 @@ class Op:
         self.method = method
         self.function = None
         self.module = module
+        self.jvp = jvp
+        if linear not in (None, True, "each"):
+            raise ValueError(
+                f"defop {name!r}: linear= is True (linear in its inputs together) or 'each', got {linear!r}"
+            )
+        self.linear = linear
+        self.batch = batch
         self.outputs = tuple(outputs)
 
     @property
@@ -227,6 +251,9 @@ def defop(
     refuses=None,
     real_only=None,
     method=False,
+    jvp=None,
+    linear=None,
+    batch=None,
     outputs=(),
 ):
     """Register a differentiable op and return its public function.
@@ -240,7 +267,8 @@ def defop(
     function a tuple of tensors, and each rule gets the tuple of the outputs' cotangents (None for an output
     nobody used) and ``ans`` as the tuple of outputs.
     ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
-    (see :class:`Op`); a ufunc forward needs none of them.
+    (see :class:`Op`); a ufunc forward needs none of them. ``jvp`` (a forward-mode rule, or ``"transpose"``) and
+    ``linear`` (``True`` or ``"each"``) say how forward mode computes the op's tangent (see :class:`Op`).
 
     On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
     function (``np.exp``) is replaced by that library's function of the same name, a forward with a
@@ -276,6 +304,7 @@ def defop(
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
+        jvp=jvp, linear=linear, batch=batch,
         outputs=outputs,
     )  # fmt: skip
     if not (joint or variadic):
@@ -288,11 +317,20 @@ def defop(
     return _public(function_of(op), op, name, doc, module)
 
 
-def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False):
+def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False, batch=None):
     """Register an op whose result has no gradient (comparisons, argmax): it is never recorded."""
     module = _caller_module()
     op = Op(
-        name, forward, (), doc=doc, elementwise=elementwise, view=view, refuses=refuses, method=method, module=module
+        name,
+        forward,
+        (),
+        doc=doc,
+        elementwise=elementwise,
+        view=view,
+        refuses=refuses,
+        method=method,
+        module=module,
+        batch=batch,
     )
     NONDIFF[name] = op
 

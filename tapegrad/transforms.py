@@ -1,4 +1,5 @@
-"""Function transforms on top of the tape: grad, value_and_grad, vjp, jvp, jacobian, hessian, hvp.
+"""Function transforms on top of the tape: grad, value_and_grad, vjp, jvp, linearize, jacobian, jacfwd, jacrev,
+hessian, hvp (vmap is :mod:`tapegrad.batching`'s).
 
 Contract
 --------
@@ -12,12 +13,11 @@ Contract
 - **Tapes.** Each call records on tapes of its own and releases every one of them before returning, also
   when ``f`` raises; the tape ``vjp`` returns inside ``vjp_fn`` is released when ``vjp_fn`` is dropped (or by
   ``vjp_fn.release()``). A tape the thread kept for a later ``loss.backward()`` is kept through the call.
-- **Forward mode.** ``jvp`` uses the double-VJP trick rather than a tangent pass: ``u -> J^T u`` computed on
-  a recorded replay is linear in the cotangent ``u``, and the gradient in ``u`` of ``Re sum(J^T u * t)`` is
-  ``J t`` (for complex values too: the VJP is the JVP's transpose under that real pairing, JAX's). It costs
-  one forward and two reverse passes, and needs no second table of forward rules: every op whose rule is
-  written with ``xp`` (all built-in ops, and custom ops written that way) supports it. ``jacobian`` uses
-  the same recorded ``u -> J^T u`` to compute tall Jacobians column by column.
+- **Forward mode.** ``jvp``, ``linearize`` and ``jacfwd`` propagate tangents beside the forward pass, one JVP
+  rule per op (:mod:`tapegrad.forward`), with no tape; ``hvp`` is ``jvp`` of ``grad`` and ``hessian`` is
+  ``jacfwd(jacrev(f))`` (forward over reverse). ``jacfwd`` is ``vmap`` (:mod:`tapegrad.batching`) of ``jvp``
+  over the input's basis. The double-VJP columns (``u -> J^T u`` recorded once, then one replay per input
+  element) remain for the complex Jacobians of a holomorphic ``f``.
 """
 
 from __future__ import annotations
@@ -32,16 +32,30 @@ from typing import Any
 import numpy as np
 
 from ._scope import (
-    Scope, argnums_of, aux_out, check_escape, connected, finish, parse_argnums, per_argument, run, split_aux,
-)  # fmt: skip
-from ._state import ESCAPED, is_recording
+    Scope,
+    argnums_of,
+    aux_out,
+    check_argnums,
+    check_escape,
+    connected,
+    finish,
+    functional_input,
+    keeps_tensors,
+    parse_argnums,
+    per_argument,
+    run,
+    split_aux,
+)
+from ._state import ESCAPED, is_recording, tracer
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
-from .backend import is_complex
+from .backend import is_complex, is_floating
+from .batching import vmap
 from .errors import TapeError
+from .forward import has_tangent, level, set_tangent, tangent_of
 from .ops import real, reshape, stack, transpose
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "hvp"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacobian", "jacfwd", "jacrev", "hessian", "hvp"]
 
 
 def value_and_grad(
@@ -85,7 +99,7 @@ def value_and_grad(
             else:
                 check_escape("grad", before)
                 flat = [np.zeros_like(x._data) for x in xs]
-        recording = is_recording()
+        recording = keeps_tensors()
         value = finish(out, recording)
         grads = finish(per_argument(specs, flat, many), recording)
         return ((value, aux_out(aux, recording)) if has_aux else value), grads
@@ -187,13 +201,12 @@ def jacobian(
 ) -> Callable:
     """The Jacobian of ``f``: for an output of shape ``(m...)`` and an argument of shape ``(n...)``, ``(m..., n...)``.
 
-    ``mode="rev"`` replays the recorded forward pass once per output element (rows). ``mode="fwd"`` records
-    ``u -> J^T u`` once, a second reverse pass, and replays that once per input element (columns, the
-    double-VJP trick of :func:`jvp`). ``"auto"`` (the default) takes columns for a tall Jacobian, when its
-    ``m`` output elements and ``n`` input elements have ``m > 1.25 n + 8`` (from measured costs). Rows and
-    columns are computed one at a time: a rule takes a cotangent in its output's shape, so a batch of them
-    would need every rule to broadcast over a leading axis. ``f``'s outputs are real; ``holomorphic=True`` gives
-    the complex Jacobian ``∂f_i/∂z_j`` of a holomorphic ``f`` of complex arguments (JAX's semantics).
+    ``mode="fwd"`` is :func:`jacfwd`: ``vmap`` of :func:`jvp` over the input's basis, every column in one batched
+    forward pass. ``mode="rev"`` replays the recorded forward pass once per output element (rows, :func:`jacrev`).
+    ``"auto"`` (the default) takes the batched columns unless ``f`` has at most two output elements (a gradient's
+    rows are cheaper then). ``f``'s outputs are real; ``holomorphic=True`` gives the complex Jacobian
+    ``∂f_i/∂z_j`` of a holomorphic ``f`` of complex arguments (JAX's semantics), by rows or, for ``mode="fwd"``
+    or a tall Jacobian, by the double-VJP columns.
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
@@ -208,36 +221,65 @@ def jacobian(
 
     @functools.wraps(f)
     def jacobian_f(*args, **kwargs):
+        batched = False
         with Scope(persistent=True) as t:
             res, specs, xs = run(t, f, args, kwargs, nums, "jacobian")
             out, aux = split_aux(res, has_aux, "jacobian")
             outs, ospec = tree_flatten(out, "jacobian: the output of f")
             _check_complex("jacobian", holomorphic, xs, outs)
-            recording = is_recording()
+            recording = keeps_tensors()
             live = [o for o in outs if connected(o) and o.size]
             m, n = sum(o.size for o in live), sum(x.size for x in xs)
+            # every column in one batched forward pass (jacfwd), once this scope is closed
+            batched = not holomorphic and (mode == "fwd" or (mode == "auto" and m > 2)) and not _unbatchable()
             # Measured: a column costs about 1.25 rows, plus one recorded reverse pass (about 8 rows).
             columns = mode == "fwd" or (mode == "auto" and 4 * m > 5 * n + 32)
-            computed = iter((_columns if columns else _rows)(t, live, xs, recording) if live else [])
+            computed = iter((_columns if columns else _rows)(t, live, xs, recording) if live and not batched else [])
             blocks = []
-            for o in outs:
+            for o in outs if not batched else ():
                 if connected(o) and o.size:
                     cols = next(computed)
                 else:
                     cols = [np.zeros(np.shape(o) + x.shape, dtype=x.dtype) for x in xs]
                 blocks.append(per_argument(specs, cols, many))
-        recording = is_recording()
+        if batched:
+            try:
+                return jacfwd(f, argnums, has_aux)(*args, **kwargs)
+            except NotImplementedError:
+                if mode == "fwd":
+                    raise
+            # an op forward mode or vmap has no rule for (several outputs, say): by rows, as it always could
+            return jacobian(f, argnums, has_aux, "rev", holomorphic)(*args, **kwargs)
+        recording = keeps_tensors()
         jac = finish(tree_unflatten(ospec, blocks), recording)
         return (jac, aux_out(aux, recording)) if has_aux else jac
 
     return jacobian_f
 
 
+def _unbatchable() -> bool:
+    """Whether vmap cannot batch here: a tape outside records (it would differentiate through the batch), or
+    tg.compile traces."""
+    return tracer() is not None or is_recording()
+
+
+def jacrev(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+    """The Jacobian of ``f`` by reverse mode, one row per output element (JAX's ``jacrev``):
+    ``jacobian(..., mode="rev")``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.jacrev(lambda x: x[:1] * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [2., 1.]])
+    """
+    return jacobian(f, argnums, has_aux, mode="rev", holomorphic=holomorphic)
+
+
 def hessian(
     f: Callable, argnums: int | Sequence[int] = 0, holomorphic: bool = False, *, argnum: int | None = None
 ) -> Callable:
-    """The Hessian of a scalar ``f``: the Jacobian of its Jacobian (reverse over reverse); ``holomorphic=True``
-    for a holomorphic ``f`` of complex arguments.
+    """The Hessian of a scalar ``f``: forward over reverse, ``jacfwd(jacrev(f))`` (JAX's), every column of it in
+    one batched pass; ``holomorphic=True`` for a holomorphic ``f`` of complex arguments (reverse over reverse).
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
@@ -246,7 +288,23 @@ def hessian(
            [2., 6.]])
     """
     argnums = argnums_of(argnums, argnum, "hessian")
-    return jacobian(jacobian(f, argnums, holomorphic=holomorphic), argnums, holomorphic=holomorphic)
+    if holomorphic:  # complex Jacobians of a holomorphic f: reverse over reverse, as before
+        return jacobian(jacobian(f, argnums, holomorphic=True), argnums, holomorphic=True)
+    batched = jacfwd(jacrev(f, argnums), argnums)
+    by_rows = jacrev(jacrev(f, argnums), argnums)
+
+    @functools.wraps(f)
+    def hessian_f(*args, **kwargs):
+        # under a tape that records (grad of hessian) or tg.compile's trace, vmap does not batch yet: reverse over
+        # reverse, one row per element
+        if _unbatchable():
+            return by_rows(*args, **kwargs)
+        try:
+            return batched(*args, **kwargs)
+        except NotImplementedError:  # an op without a forward-mode rule (fixed_point's): by rows, as always
+            return by_rows(*args, **kwargs)
+
+    return hessian_f
 
 
 def _check_complex(what, holomorphic, xs, outs) -> None:
@@ -283,7 +341,8 @@ def _operand(v, dtype=None):
 def hvp(f: Callable, x, v) -> Any:
     """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
 
-    Reverse over reverse: the gradient of ``<grad f(x), v>``, two reverse passes whatever the size of ``x``.
+    Forward over reverse: the tangent of ``grad f`` at ``x`` in the direction ``v``, one forward and one recorded
+    reverse pass with tangents (about two gradients), whatever the size of ``x``.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))   # 6 x * v
@@ -293,16 +352,7 @@ def hvp(f: Callable, x, v) -> Any:
     vleaves, vspec = tree_flatten(v, "hvp: v")
     if vspec != xspec or any(np.shape(a) != np.shape(b) for a, b in zip(xleaves, vleaves)):
         raise ValueError("hvp: v must have the structure and shapes of x")
-    g = grad(f)
-
-    def g_dot_v(x):
-        gleaves, _ = tree_flatten(g(x), "hvp")
-        total = 0.0
-        for gi, vi in zip(gleaves, vleaves):
-            total = total + _pairing(gi, _operand(vi))
-        return total
-
-    return grad(g_dot_v)(x)
+    return jvp(grad(f), (x,), (v,))[1]
 
 
 def _pairing(a, b):
@@ -323,40 +373,161 @@ def _tangent(t, x):
     return _operand(t, x.dtype)
 
 
+def _primal(leaf, what):
+    """What ``f`` gets for one primal leaf in forward mode: a tensor of its own (its tangent is put on it), still
+    connected to an outer tape or level that differentiates ``leaf``."""
+    if isinstance(leaf, Tensor):
+        if not is_floating(leaf._data):
+            raise TypeError(f"{what}: cannot differentiate with respect to a tensor of dtype {leaf.dtype}; "
+                            "pass floating-point data, e.g. x.astype(np.float64)")  # fmt: skip
+        if leaf._node is not None or leaf.requires_grad or has_tangent(leaf):
+            return functional_input(leaf)
+        return Tensor._wrap(leaf._data)
+    data = np.asarray(leaf)
+    return Tensor._wrap(data if data.dtype.kind in "fc" else data.astype(np.float64))
+
+
+def _check_tangents(what, primals, tangents):
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(f"{what}: primals and tangents must be tuples of arguments, e.g. {what}(f, (x,), (t,))")
+    pleaves, pspec = tree_flatten(tuple(primals), f"{what}: primals")
+    tleaves, tspec = tree_flatten(tuple(tangents), f"{what}: tangents")
+    if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
+        raise ValueError(
+            f"{what}: tangents must have the structure and shapes of primals (shapes "
+            f"{[np.shape(a) for a in pleaves]}), got shapes {[np.shape(b) for b in tleaves]}"
+        )
+    return pleaves, pspec, tleaves
+
+
+def _forward(f, pleaves, pspec, tleaves, what):
+    """``f`` on the primals with their tangents at a new level: ``(result, its leaves' tangents, spec)``."""
+    with level(what) as lv:
+        xs = [_primal(p, what) for p in pleaves]
+        for x, t in zip(xs, tleaves):
+            if t is not None:  # None: a zero tangent (jacfwd's other arguments)
+                set_tangent(x, lv, _tangent(t, x))
+        res = f(*tree_unflatten(pspec, xs))
+        outs, ospec = tree_flatten(res, f"{what}: the output of f")
+        touts = []
+        for o in outs:
+            t = tangent_of(o, lv)
+            if t is None:
+                d = o._data if isinstance(o, Tensor) else np.asarray(o)
+                t = np.zeros(np.shape(d), dtype=d.dtype if is_floating(d) else np.float64)
+            touts.append(t)
+    return res, touts, ospec
+
+
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple:
     """Forward mode: ``(f(*primals), J t)`` for tangents ``t`` with the structure of ``primals``.
 
-    Computed by the double-VJP trick (see the module docstring): one forward and two reverse passes.
+    One forward pass, each op's tangent computed beside its value by the op's JVP rule (:mod:`tapegrad.forward`);
+    nothing is recorded. Inside another transform (``grad`` of ``jvp``, ``jvp`` of ``jvp``) the tangents are
+    themselves differentiable. Complex values follow tapegrad's convention (docs/guide/complex.md).
 
     >>> import numpy as np, tapegrad as tg
     >>> out, tangent = tg.jvp(lambda x: tg.sin(x) * 2.0, (np.array([0.0, np.pi]),), (np.array([1.0, 1.0]),))
     >>> tangent   # 2 cos(x) * t
     array([ 2., -2.])
     """
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError("jvp: primals and tangents must be tuples of arguments, e.g. jvp(f, (x,), (t,))")
-    pleaves, pspec = tree_flatten(tuple(primals), "jvp: primals")
-    tleaves, tspec = tree_flatten(tuple(tangents), "jvp: tangents")
-    if tspec != pspec or any(np.shape(a) != np.shape(b) for a, b in zip(pleaves, tleaves)):
-        raise ValueError("jvp: tangents must have the structure and shapes of primals")
-    with Scope() as inner, Scope() as outer:
-        res, _, xs = run(inner, f, primals, {}, range(len(primals)), "jvp")
-        outs, ospec = tree_flatten(res, "jvp: the output of f")
-        live = [o for o in outs if connected(o)]
-        with outer:
-            us = [Tensor(np.zeros(o.shape, dtype=o.dtype)) for o in live]
-            outer.watch(*us)
-            s = 0.0
-            if live:
-                # J^T u, recorded on `outer` as a function of u; its VJP with the tangent t is J t.
-                vjps = inner.gradient(live, xs, output_gradients=us, unconnected="zero")
-                for gi, ti, x in zip(vjps, tleaves, xs):
-                    s = s + _pairing(gi, _tangent(ti, x))
-        jts = outer.gradient(s, us, unconnected="zero") if connected(s) else [np.zeros(u.shape) for u in us]
-    recording = is_recording()
-    it = iter(jts)
-    touts = [next(it) if connected(o) else np.zeros(np.shape(o)) for o in outs]
+    pleaves, pspec, tleaves = _check_tangents("jvp", primals, tangents)
+    res, touts, ospec = _forward(f, pleaves, pspec, tleaves, "jvp")
+    recording = keeps_tensors()
     return finish(res, recording), finish(tree_unflatten(ospec, touts), recording)
+
+
+def linearize(f: Callable, *primals) -> tuple:
+    """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is ``J t`` at ``primals`` (JAX's ``linearize``).
+
+    ``f_jvp`` runs forward mode at the primals again for each call (tapegrad keeps no linearized program), so
+    it costs one :func:`jvp`; the value is computed once.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> y, f_jvp = tg.linearize(tg.exp, np.array([0.0, 1.0]))
+    >>> f_jvp(np.array([1.0, 1.0]))
+    array([1.        , 2.71828183])
+    """
+    if not primals:
+        raise TypeError("linearize: give the primals, e.g. linearize(f, x)")
+    value = f(*[_primal(p, "linearize") if isinstance(p, Tensor) else p for p in primals])
+    recording = keeps_tensors()
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise TypeError(f"linearize: f_jvp takes {len(primals)} tangent(s), one per primal; got {len(tangents)}")
+        return jvp(f, primals, tangents)[1]
+
+    return finish(value, recording), f_jvp
+
+
+def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The Jacobian of ``f`` by forward mode (JAX's ``jacfwd``): ``vmap`` of :func:`jvp` over the basis of each
+    argument's tangents, every column in one batched forward pass. Arrays of shape ``out.shape + arg.shape``.
+
+    >>> import numpy as np, tapegrad as tg
+    >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    nums, many = parse_argnums(argnums, "jacfwd")
+
+    @functools.wraps(f)
+    def jacfwd_f(*args, **kwargs):
+        args = list(args)
+        nums_ = check_argnums(nums, len(args), "jacfwd")
+        specs, flat = [], []
+        for i in nums_:
+            leaves, spec = tree_flatten(args[i], f"jacfwd: argument {i}")
+            specs.append((spec, len(leaves)))
+            flat.extend(leaves)
+        flat = [_primal_leaf(x) for x in flat]
+        fspec = tree_flatten(tuple(flat), "jacfwd")[1]
+        aux_box = []
+
+        def g(*leaves):
+            k = 0
+            for i, (spec, n) in zip(nums_, specs):
+                args[i] = tree_unflatten(spec, list(leaves[k : k + n]))
+                k += n
+            out, aux = split_aux(f(*args, **kwargs), has_aux, "jacfwd")
+            aux_box[:] = [aux]
+            return out
+
+        recording = keeps_tensors()
+        per_leaf, ospec = [], None
+        for j, x in enumerate(flat):
+            shape, dtype = np.shape(x), x.dtype
+            n = math.prod(shape)
+            basis = np.eye(n, dtype=dtype).reshape((n,) + shape)
+
+            def column(t, j=j):
+                ts = [None] * len(flat)
+                ts[j] = t
+                _, touts, tspec = _forward(g, flat, fspec, ts, "jacfwd")
+                return tree_unflatten(tspec, touts)
+
+            cols = vmap(column, out_axes=-1, loop=True)(basis) if n else None
+            if not n:
+                _, touts, tspec = _forward(g, flat, fspec, [None] * len(flat), "jacfwd")
+                cols = tree_unflatten(tspec, touts)
+            leaves, ospec = tree_flatten(cols, "jacfwd")
+            per_leaf.append([
+                reshape(c, c.shape[:-1] + shape) if isinstance(c, Tensor) else np.reshape(c, np.shape(c)[:-1] + shape)
+                if n else np.zeros(np.shape(c) + shape) for c in leaves
+            ])  # fmt: skip
+        blocks = [per_argument(specs, [cols[i] for cols in per_leaf], many) for i in range(len(per_leaf[0]))]
+        jac = finish(tree_unflatten(ospec, blocks), recording)
+        return (jac, aux_out(aux_box[0], recording)) if has_aux else jac
+
+    return jacfwd_f
+
+
+def _primal_leaf(x):
+    if isinstance(x, Tensor):
+        return x
+    x = np.asarray(x)
+    return x if x.dtype.kind in "fc" else x.astype(np.float64)
 
 
 def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
@@ -397,10 +568,10 @@ def vjp(f: Callable, *primals, has_aux: bool = False) -> tuple:
             flat = t.gradient([o for o, _ in pairs], xs, output_gradients=[c for _, c in pairs], unconnected="zero")
         else:
             flat = [np.zeros_like(x._data) for x in xs]
-        return finish(per_argument(specs, flat, True), is_recording())
+        return finish(per_argument(specs, flat, True), keeps_tensors())
 
     vjp_fn.release = t.release
     weakref.finalize(vjp_fn, t.release)
-    recording = is_recording()
+    recording = keeps_tensors()
     value = finish(out, recording)
     return (value, vjp_fn, aux_out(aux, recording)) if has_aux else (value, vjp_fn)

@@ -23,7 +23,7 @@ def complex_of(x, y):
     if not isinstance(x, tg.Tensor):
         c = np.result_type(x.dtype, np.complex64)
         return x.astype(c) + 1j * y.astype(c)
-    xp = (backend_of(x.data) or NUMPY).xp
+    xp = (backend_of(x._data) or NUMPY).xp  # the library only (x may be vmap's batch, whose values are not read)
     c = complex_dtype(xp, x.dtype)
     return tg.astype(x, dtype=c) + tg.astype(y, dtype=c) * 1j
 

@@ -23,7 +23,7 @@ NO_SCIPY_BACKENDS = ("array_api_strict", "numpy_like")  # expm and logm are SciP
 
 # -- builders: the same steps on tensors (tg) and on arrays (np) ---------------------------------------------
 def _xp(a):
-    data = a.data if isinstance(a, tg.Tensor) else a
+    data = a._data if isinstance(a, tg.Tensor) else a  # the library only (a may be vmap's batch)
     return (backend_of(data) or NUMPY).xp, data
 
 

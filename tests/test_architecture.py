@@ -24,6 +24,7 @@ LAYERS = {
     "tapegrad._state": 2,  # per-context recording state, the version clock
     "tapegrad._tensor": 3,  # the Tensor data class
     "tapegrad._tree": 3,  # pytrees
+    "tapegrad._batched": 3,  # the tensors vmap gives f
     "tapegrad.lazy": 3,  # tg.compute: lazy (Dask) values made concrete in one pass
     "tapegrad.core": 4,  # nodes and records, recording, replay, hooks, the base tape
     "tapegrad.registry": 5,  # defop and the op registry
@@ -41,6 +42,8 @@ LAYERS = {
     "tapegrad.tape": 8,  # the tape users meet: record(), Tape with its views
     "tapegrad._scope": 9,  # transforms and testing, on top of tapes
     "tapegrad.transforms": 9,
+    "tapegrad.forward": 9,  # forward mode: tangents alongside the forward, one rule per op
+    "tapegrad.batching": 9,  # vmap: one batching rule per op
     "tapegrad.testing": 9,
     "tapegrad.convenience": 9,
     "tapegrad.strategies": 9,

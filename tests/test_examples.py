@@ -310,6 +310,34 @@ def test_char_lm_compiled_trains_exactly_as_eager(arch):
     assert compiled["history"] == eager["history"] and compiled["after"] == eager["after"]
 
 
+# -- DP-SGD: per-example gradients from vmap ---------------------------------------------------------------
+def test_dp_sgd_per_example_gradients_equal_a_loop_and_are_clipped():
+    dp = _load("dp_sgd")
+    x, y, _, _ = dp.load_data(0)
+    params = dp.init_params(16, 0)
+    grads = dp.per_example_grads(params, x[:32], y[:32])
+    for i in (0, 9, 31):
+        want = tg.grad(dp.loss)(params, x[i], y[i])
+        for k in params:
+            np.testing.assert_allclose(grads[k][i], want[k], rtol=1e-10, atol=1e-13)
+    # no noise, no clipping: DP-SGD's step is the batch gradient's mean exactly
+    step = dp.clipped_noisy_mean(grads, clip=1e9, noise=0.0, rng=np.random.default_rng(0))
+    batch = tg.grad(dp.loss)(params, x[:32], y[:32])
+    for k in params:
+        np.testing.assert_allclose(step[k], batch[k] / 32, rtol=1e-10, atol=1e-14)
+    # clipped without noise: the mean of gradients each of norm at most clip
+    clipped = dp.clipped_noisy_mean(grads, clip=0.01, noise=0.0, rng=np.random.default_rng(0))
+    assert np.sqrt(sum(np.sum(g**2) for g in clipped.values())) <= 0.01 + 1e-12
+
+
+def test_dp_sgd_learns_beside_its_baseline(capsys):
+    dp = _load("dp_sgd")
+    dp.main(["--epochs", "10", "--no-timing"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    sgd, private = (float(v.split()[-1].rstrip(",")) for v in last.split(":")[1].split("(")[0].split(", "))
+    assert sgd > 0.9 and 0.6 < private <= sgd + 0.02, last
+
+
 # -- a Gaussian mixture fitted by EM as a fixed point --------------------------------------------------------------
 def test_gaussian_mixture_fit_is_the_maximum_likelihood_and_recovers_the_components(capsys):
     gm = _load("gaussian_mixture")

@@ -32,8 +32,10 @@ def derivatives(x, n=6):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--points", type=int, default=700, help="points in [-7, 7] (default 700)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--points", type=int, default=700, help="points in [-7, 7]")
     parser.add_argument(
         "--out",
         default=os.path.join(tempfile.gettempdir(), "tapegrad-tanh"),

@@ -25,7 +25,8 @@ Contract
   ``check=False`` turns this off.
 - **Transforms and tapes.** Called while a tape differentiates its arguments (inside ``tg.grad``,
   ``tg.jacobian``, a ``record()`` block with ``requires_grad`` inputs), or while another compiled function is
-  traced, the function runs as Python, so that the tape (or the trace) sees its ops:
+  traced, or inside forward mode or ``vmap``, the function runs as Python, so that the tape (or the trace, the
+  tangents, the batch) sees its ops:
   ``tg.hessian(tg.compile(tg.grad(f)))`` is correct; ``tg.compile(tg.hessian(f))`` compiles the whole.
 - **Memory.** After a call nothing of the trace is alive; a program keeps its planned buffers (an arena, the
   plan's peak) and its constants (``Program.kept_bytes``).
@@ -43,7 +44,7 @@ import numpy as np
 
 from .._html import STYLE, esc
 from .._scope import check_argnums, parse_argnums
-from .._state import ACTIVE, TRACER, TRACING, WATCHED, mark_modified
+from .._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
 from .._tree import LEAF, tree_flatten, tree_unflatten
 from ..backend import memory_root, to_numpy
@@ -149,7 +150,9 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if TRACING.n and TRACER.get() is not None:  # inside another trace: its ops are that program's
+        if TRACING.n and (TRACER.get() is not None or FORWARD.get() or BATCH.get()):
+            # inside another trace (its ops are that program's), forward mode or vmap (their tangents and batches
+            # follow the ops): as Python
             return self.fn(*args, **kwargs)
         leaves, spec = tree_flatten((args, kwargs), static=True)
         if ACTIVE.get() and any(_differentiated(x) for x in leaves):  # a tape differentiates the arguments

@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from .._batched import Batched
 from .._state import TRACER, TRACING, ended_inside
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, is_complex, to_numpy
@@ -42,6 +43,8 @@ def seed(target, gradient, what, differentiable=False):
     if target._node is None and not target.requires_grad:
         raise TapeError(_not_recorded(what))
     data = target._data
+    if target.__class__ is Batched:  # vmap's: the seed is one example's, the same for every example
+        data = np.broadcast_to(np.zeros((), data.dtype), target.shape)
     if gradient is None:
         return _ones_for(data, what)
     if differentiable and isinstance(gradient, Tensor):

@@ -54,7 +54,9 @@ class Node:
     which each output keeps alive, so the entry lives while any of its outputs does.
     """
 
-    __slots__ = ("tape", "hooks", "keep", "group", "__weakref__")  # keep: the tape a create_graph gradient keeps
+    # keep: the tape a create_graph gradient keeps alive; _tangents: the value's tangents in forward mode (by level),
+    # here so that the tensors a recorded replay wraps around the saved values carry them too
+    __slots__ = ("tape", "hooks", "keep", "group", "_tangents", "__weakref__")
 
 
 class Outputs:
@@ -65,7 +67,7 @@ class Outputs:
     (None for an output nobody used).
     """
 
-    __slots__ = ("tape", "parts", "__weakref__")
+    __slots__ = ("tape", "parts", "_tangents", "__weakref__")  # _tangents: forward mode's, per output (by level)
 
 
 def outputs_of(group) -> list:

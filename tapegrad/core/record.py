@@ -18,15 +18,19 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .._batched import Batched
 from .._shapes import Shape
-from .._state import ACTIVE, CLOCK, PROBE, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, BATCH, CLOCK, FORWARD, PROBE, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, Outputs, entry_died
 
-__all__ = ["apply", "apply_several", "function_of", "apply_nondiff", "saved_values"]
+__all__ = [
+    "apply", "apply_several", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules",
+    "set_batching_rules", "record_batched",
+]  # fmt: skip
 
 _new_tensor = Tensor.__new__
 _ndarray = np.ndarray
@@ -35,11 +39,38 @@ _get_watched = WATCHED.get
 _NOTHING = frozenset()
 _NO_PARAMS = MappingProxyType({})  # the parameters of an op called without any (shared, so read-only)
 _MISSING = object()  # an argument not given
+_TANGENTS = [None]  # the slot for forward mode: fn(levels, op, args, params, out), filled by tapegrad.forward
+
+
+_BATCHING = [None]  # the slot for vmap: fn(op, args, params) -> the batched output, filled by tapegrad.batching
+
+
+def set_batching_rules(fn) -> None:
+    """Give the engine vmap's step: ``fn(op, args, params)``, called instead of the forward for an op with a
+    :class:`~tapegrad._batched.Batched` input while a vmap level is open (``_state.BATCH``); it returns the
+    batched output. :mod:`tapegrad.batching` fills it on import; the engine never imports it."""
+    _BATCHING[0] = fn
+
+
+def _batched(args) -> bool:
+    for a in args:
+        if a.__class__ is Batched:
+            return True
+    return False
+
+
+def set_tangent_rules(fn) -> None:
+    """Give the engine forward mode's step: ``fn(levels, op, args, params, out)``, called for every differentiable
+    op while a forward-mode level is open in this context (``_state.FORWARD``), sets ``out``'s tangents.
+    :mod:`tapegrad.forward` fills it on import; the engine never imports it."""
+    _TANGENTS[0] = fn
 
 
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
     if TRACING.n:
+        if BATCH.get() and _batched(args):
+            return _BATCHING[0](op, args, params)
         _start(op)
     active = _get_active()
     top = active[-1]._ref if active else None
@@ -59,7 +90,10 @@ def apply(op, args, params):
         t.requires_grad = False
         t._node = None
     if TRACING.n:
-        _trace(op, datas, params, t)
+        _trace(op, datas, params, t)  # first: a tangent rule that reads t is then traced reading a traced value
+        levels = FORWARD.get()
+        if levels:
+            _TANGENTS[0](levels, op, args, params, t)
     return t
 
 
@@ -105,9 +139,26 @@ def _forward_numpy(op, args, datas, params):
     return out if out.__class__ is _ndarray else np.asarray(out)  # ufuncs return NumPy scalars for 0-d inputs
 
 
-def _record(op, datas, srcs, mask, params, t, active, top):
+def record_batched(op, args, params, t) -> None:
+    """The entry of ``t = op(*args)`` computed by vmap's batching rule (``t`` and some inputs
+    :class:`~tapegrad._batched.Batched`), on every active tape that needs it. The entry keeps the tensors
+    themselves, so that a replay's rules, recorded on tensors, see one example's shapes and batch their ops."""
+    active = _get_active()
+    if not active:
+        return
+    top = active[-1]._ref
+    datas, srcs, mask, _, foreign = _inputs(args, top, _get_watched())
+    if not mask:
+        return
+    if foreign is not None:
+        _foreign_inputs(op, srcs, top, active)
+    values = [a if isinstance(a, Tensor) else d for a, d in zip(args, datas)]
+    _record(op, values, srcs, mask, params, t, active, top, ans=t)
+
+
+def _record(op, datas, srcs, mask, params, t, active, top, ans=None):
     """The entry of ``t = op(...)`` on every active tape: one record, one node, one entry per tape."""
-    out = t._data
+    out = t._data if ans is None else ans
     shapes = None
     if op.broadcast:
         oshape = out.shape
@@ -289,6 +340,8 @@ def apply_several(op, args, params) -> tuple:
     (1, True)
     """
     if TRACING.n:
+        if BATCH.get() and _batched(args):
+            raise NotImplementedError(f"vmap: {op.name} has several outputs, which vmap does not batch yet")
         _start(op)
     active = _get_active()
     top = active[-1]._ref if active else None
@@ -327,6 +380,9 @@ def apply_several(op, args, params) -> tuple:
             tape.append(e, ts, active)
     if TRACING.n:
         _trace(op, datas, params, ts)
+        levels = FORWARD.get()
+        if levels:  # after the outputs have their nodes: their tangents live there
+            _TANGENTS[0](levels, op, args, params, ts)
     return ts
 
 
@@ -458,6 +514,8 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     if TRACING.n:
+        if BATCH.get() and _batched(args):
+            return _BATCHING[0](op, args, params)
         _start(op)
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
     if all(d.__class__ in PLAIN for d in datas):

@@ -34,7 +34,7 @@ import sys
 import numpy as np
 
 from .._shapes import Shape, unbroadcast
-from .._state import CLOCK, TRACER, TRACING, modified_since
+from .._state import BATCH, CLOCK, FORWARD, TRACER, TRACING, modified_since
 from .._tensor import Tensor
 from ..backend import common_backend, is_array, is_complex
 from ..backend.numpy_rules import numpy_rules
@@ -88,6 +88,12 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
         tracer = TRACER.get()
         if tracer is not None:  # its rules would run on arrays the program never sees: refused, naming the line
             tracer.backward("a plain backward pass (loss.backward(), or gradient() outside every tape)")
+        if FORWARD.get() or BATCH.get():  # its rules would run on arrays, without tangents or batch axes
+            raise TapeError(
+                "a plain backward pass (loss.backward()) inside forward mode (tg.jvp, tg.jacfwd, tg.hvp, "
+                "tg.linearize) or tg.vmap would drop the tangents or the batch of the gradients it writes: "
+                "compute the gradient with tg.grad (or loss.backward(create_graph=True)) inside the function"
+            )
     grads: dict = {}
     for key, g in roots:
         old = grads.get(key)
@@ -418,7 +424,7 @@ def _as_tensors(g, ans, vals, srcs, node):
     else:
         if not isinstance(g, Tensor):
             g = Tensor._wrap(g)
-        if ans is not None:
+        if ans is not None and not isinstance(ans, Tensor):  # a tensor: vmap's batched output, kept as it is
             ans = wrap(ans, node)
     vals = tuple(
         wrap(v, s)

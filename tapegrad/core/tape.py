@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import itertools
 
-from .._state import ACTIVE, ENDED_INSIDE, PENDING, WATCHED, live_tapes
+from .._state import ACTIVE, BATCH, ENDED_INSIDE, FORWARD, PENDING, WATCHED, live_tapes
 from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
@@ -304,7 +304,10 @@ class BaseTape:
         )
         if len(gflat) != len(tflat):
             raise ValueError("gradient(): output_gradients must match target in structure")
-        create_graph = bool(ACTIVE.get())  # run while an outer tape records: differentiable again
+        # Run while an outer tape records, or inside forward mode or vmap (whose tangents and batch axes must
+        # follow the rules through ops): differentiable again.
+        create_graph = bool(ACTIVE.get()) or bool(FORWARD.get()) or bool(BATCH.get())
+        quiet = create_graph and not ACTIVE.get()  # only forward mode or vmap needs the rules' ops: none recorded
         roots = [(key_of(t), seed(t, g, "gradient", differentiable=create_graph)) for t, g in zip(tflat, gflat)]
         wanted = {}
         for s in flat:
@@ -312,17 +315,17 @@ class BaseTape:
                 raise TypeError(f"gradient(): sources must be tensors, got {type(s).__name__}")
             wanted[key_of(s)] = s.dtype  # a real source's gradient is real, even where complex values met it
         found = self._replay(
-            roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False)
+            roots, create_graph=create_graph, leaves=False, wanted=wanted, observer=self.observer(False), quiet=quiet
         )
         out = []
         for s in flat:
             g = found.get(key_of(s))
             if g is None and unconnected == "zero":
-                g = (backend_of(s._data) or NUMPY).xp.zeros_like(s._data)
+                g = (backend_of(s._data) or NUMPY).xp.zeros(s.shape, dtype=s.dtype)  # one example's (vmap)
             out.append(g)
         return tree_unflatten(spec, out)
 
-    def _replay(self, roots, *, create_graph, leaves, wanted=None, observer=None):
+    def _replay(self, roots, *, create_graph, leaves, wanted=None, observer=None, quiet=False):
         """Replay this tape, then the earlier tapes whose create_graph gradients it used, each once, latest
         first (a tape only uses values of tapes made before it), with the cotangents that reached them."""
         queue = {self: list(roots)}
@@ -335,6 +338,7 @@ class BaseTape:
                 leaves=leaves,
                 wanted=wanted,
                 observer=observer if tape is self else tape.observer(False),
+                quiet=quiet,
             )
             for key, g in (outcome.found or {}).items():
                 old = found_all.get(key)
@@ -350,11 +354,12 @@ class BaseTape:
                 queue.setdefault(earlier, []).append((key, g))
         return found_all
 
-    def _replay_once(self, roots, *, create_graph, leaves, wanted, observer):
+    def _replay_once(self, roots, *, create_graph, leaves, wanted, observer, quiet=False):
         """One replay of this tape (:func:`tapegrad.core.replay.replay`), and its outcome applied: a
         non-persistent tape is consumed, or failed where the replay raised."""
         retain = self.persistent or create_graph  # a recorded replay reads the forward values again later
-        outer = self._record_rules_here() if create_graph else None
+        # quiet: the rules run on tensors (forward mode's tangents, vmap's batch) but no tape records them
+        outer = self._record_rules_here() if create_graph and not quiet else None
         if create_graph:
             self._differentiated = True  # its gradients are recorded on it: later tapes may differentiate them
         self._replays += 1  # compaction waits for it

@@ -15,10 +15,10 @@ greater_equal = defnondiff("greater_equal", np.greater_equal, doc="x >= y, eleme
 equal = defnondiff("equal", np.equal, doc="x == y, elementwise (no gradient).")
 not_equal = defnondiff("not_equal", np.not_equal, doc="x != y, elementwise (no gradient).")
 _argmax = defnondiff(
-    "argmax", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmax(x, axis=axis, keepdims=keepdims)
+    "argmax", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmax(x, axis=axis, keepdims=keepdims), batch="axis"
 )
 _argmin = defnondiff(
-    "argmin", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmin(x, axis=axis, keepdims=keepdims)
+    "argmin", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmin(x, axis=axis, keepdims=keepdims), batch="axis"
 )
 
 

@@ -102,12 +102,12 @@ def _conv_transpose_vjp_w(xp, g, ans, x, w, output_size, stride, padding, dilati
 # fmt: off
 _unfold_op = defop("unfold", _unfold,
                    lambda xp, g, ans, x, **geometry: call(xp, _fold_op, g, output_size=tuple(x.shape[2:]), **geometry),
-                   save="x.shape")
+                   save="x.shape", linear=True)
 _fold_op = defop("fold", _fold,
-                 lambda xp, g, ans, cols, output_size, **geometry: call(xp, _unfold_op, g, **geometry))
-_conv_op = defop("conv", _conv, _conv_vjp_x, _conv_vjp_w, save="x w", inputs=("x", "w"))
+                 lambda xp, g, ans, cols, output_size, **geometry: call(xp, _unfold_op, g, **geometry), linear=True)
+_conv_op = defop("conv", _conv, _conv_vjp_x, _conv_vjp_w, save="x w", inputs=("x", "w"), linear="each")
 _conv_transpose_op = defop("conv_transpose", _conv_transpose, _conv_transpose_vjp_x, _conv_transpose_vjp_w,
-                           save="x w", inputs=("x", "w"))
+                           save="x w", inputs=("x", "w"), linear="each")
 # fmt: on
 
 

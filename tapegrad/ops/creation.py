@@ -126,10 +126,10 @@ def randn(*shape, rng=None, dtype=None, requires_grad: bool = False) -> Tensor:
     return _leaf(draw, requires_grad, "randn")
 
 
-_zeros_like = defnondiff("zeros_like", lambda a, dtype=None, *, xp=np: xp.zeros_like(a, dtype=dtype))
-_ones_like = defnondiff("ones_like", lambda a, dtype=None, *, xp=np: xp.ones_like(a, dtype=dtype))
+_zeros_like = defnondiff("zeros_like", lambda a, dtype=None, *, xp=np: xp.zeros_like(a, dtype=dtype), batch="leading")
+_ones_like = defnondiff("ones_like", lambda a, dtype=None, *, xp=np: xp.ones_like(a, dtype=dtype), batch="leading")
 _full_like = defnondiff(
-    "full_like", lambda a, fill_value, dtype=None, *, xp=np: xp.full_like(a, fill_value, dtype=dtype)
+    "full_like", lambda a, fill_value, dtype=None, *, xp=np: xp.full_like(a, fill_value, dtype=dtype), batch="leading"
 )
 
 

@@ -83,9 +83,9 @@ def _cumprod_vjp(xp, g, ans, x, axis):
 
 # fmt: off
 _prod = defop("prod", lambda x, axis=None, keepdims=False, *, xp=np: xp.prod(x, axis=axis, keepdims=keepdims),
-              _prod_vjp, save="x")
-_cumsum_op = defop("cumsum", lambda x, axis, *, xp=np: _cumsum(xp, x, axis), _cumsum_vjp)
-_cumprod_op = defop("cumprod", lambda x, axis, *, xp=np: _cumprod(xp, x, axis), _cumprod_vjp, save="x ans")
+              _prod_vjp, save="x", jvp="transpose", batch="axis")
+_cumsum_op = defop("cumsum", lambda x, axis, *, xp=np: _cumsum(xp, x, axis), _cumsum_vjp, linear=True, batch="axis")
+_cumprod_op = defop("cumprod", lambda x, axis, *, xp=np: _cumprod(xp, x, axis), _cumprod_vjp, save="x ans", jvp="transpose", batch="axis")
 # fmt: on
 
 

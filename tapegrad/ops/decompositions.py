@@ -398,12 +398,12 @@ def _check_lu_rank(upper):
 
 # fmt: off
 _eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
-                 refuses={"dask": dask.LINALG})
+                 refuses={"dask": dask.LINALG}, jvp="transpose")
 _eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
-                refuses={"dask": dask.LINALG})
-_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", outputs=("U", "S", "Vh"), refuses={"dask": dask.LINALG})
-_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", outputs=("Q", "R"), refuses={"dask": dask.LINALG})
-_lu_op = defop("lu", _lu, _lu_vjp, save="x.shape ans", outputs=("P", "L", "U"), refuses={"dask": dask.LINALG})
+                refuses={"dask": dask.LINALG}, jvp="transpose")
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", outputs=("U", "S", "Vh"), refuses={"dask": dask.LINALG}, jvp="transpose")
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", outputs=("Q", "R"), refuses={"dask": dask.LINALG}, jvp="transpose")
+_lu_op = defop("lu", _lu, _lu_vjp, save="x.shape ans", outputs=("P", "L", "U"), refuses={"dask": dask.LINALG}, jvp="transpose")
 # fmt: on
 
 

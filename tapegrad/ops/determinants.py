@@ -134,9 +134,10 @@ def _slogdet_vjp(xp, g, ans, a):
 
 
 # fmt: off
-_det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG})
+_det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG}, jvp="transpose",
+                batch="leading")
 _slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", outputs=("sign", "logabsdet"),
-                    refuses={"dask": dask.LINALG})
+                    refuses={"dask": dask.LINALG}, jvp="transpose")
 # fmt: on
 
 

@@ -101,9 +101,9 @@ def _irfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
 
 # fmt: off
 _DASK = {"dask": dask.FFT}
-_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape", refuses=_DASK)
-_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape", refuses=_DASK)
+_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape", refuses=_DASK, linear=True)
+_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape", refuses=_DASK, linear=True)
 _rfft_op = defop("rfft", _rfft, _rfft_vjp, save="x.shape", refuses=_DASK,
-                 real_only="rfft, rfftn and ihfft take real input (as their names say)")
-_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape", refuses=_DASK)
+                 real_only="rfft, rfftn and ihfft take real input (as their names say)", linear=True)
+_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape", refuses=_DASK, linear=True)
 # fmt: on

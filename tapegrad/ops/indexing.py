@@ -100,16 +100,16 @@ _take_along_axis = defop(
     "take_along_axis", lambda x, indices, axis, *, xp=np: xp.take_along_axis(x, indices, axis=axis),
     lambda xp, g, ans, x, indices, axis: _call(xp, "scatter_along_axis", _scatter_along_axis, g, indices=indices,
                                                axis=axis, shape=x.shape),
-    save="x.shape", refuses={"dask": "dask.array has no take_along_axis"})
+    save="x.shape", refuses={"dask": "dask.array has no take_along_axis"}, linear=True)
 _scatter_along_axis_op = defop(
     "scatter_along_axis", _scatter_along_axis,
     lambda xp, g, ans, x, indices, axis, shape: xp.take_along_axis(g, indices, axis=axis),
-    refuses={"dask": "dask.array has no scatter-add along an axis"})
+    refuses={"dask": "dask.array has no scatter-add along an axis"}, linear=True)
 _index_update_op = defop(
     "index_update", _index_update,
     lambda xp, g, ans, x, v, index: xp.where(_written(xp, g, index), 0, g),
     lambda xp, g, ans, x, v, index: xp.getitem(g, index),
-    inputs=("x", "v"))
+    inputs=("x", "v"), linear=True)
 _argsort = defnondiff("argsort", lambda x, axis=-1, kind=None, *, xp=np: xp.argsort(x, axis=axis)
                       if kind is None else xp.argsort(x, axis=axis, kind=kind), refuses={"dask": dask.SORT})
 _argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis),

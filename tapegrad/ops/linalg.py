@@ -22,6 +22,7 @@ import numpy as np
 from ..backend import dask_array as dask
 from ..registry import defnondiff, defop
 from ._axes import kept_shape, normalize_axes
+from ._batching import matmul_rule
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
 from ._rules import in_rule
@@ -56,6 +57,8 @@ matmul = defop(
     broadcast=True,
     doc="Matrix product (x @ y) for 1-D, 2-D and batched operands.\n\n"
     ">>> import tapegrad as tg\n>>> tg.matmul(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[3.0], [4.0]]))\nTensor([[11.]])",
+    linear="each",
+    batch=matmul_rule,
 )
 
 
@@ -136,6 +139,23 @@ def _solve_vjp(xp, g, ans, a, b):
         gb = solve(at, g)
         ga = -xp.matmul(gb, mT(xp, ans))
     return like(xp, ga, a), like(xp, gb, b)
+
+
+def _solve_jvp(xp, ts, ans, a, b):
+    ta, tb = ts  # x = A^{-1} b: dx = A^{-1} (db - dA x)
+    if ta is None:
+        return in_rule(xp, _solve_op)(a, tb)
+    solve = in_rule(xp, _solve_op)
+    if b.ndim == 1:  # a vector b for each batch of A: the right-hand sides are a stack of vectors
+        rhs = -xp.matmul(ta, xp.expand_dims(ans, -1))
+        rhs = rhs if tb is None else rhs + xp.expand_dims(tb, -1)
+        return xp.squeeze(solve(a, rhs), -1)
+    dax = xp.matmul(ta, ans)
+    return solve(a, -dax if tb is None else tb - dax)
+
+
+def _inv_jvp(xp, ts, ans, a):
+    return -xp.matmul(xp.matmul(ans, ts[0]), ans)
 
 
 def _inv_vjp(xp, g, ans, a):
@@ -229,13 +249,13 @@ def _pinv_vjp(xp, g, ans, a, rcond=None, hermitian=False):
 _DASK = {"dask": dask.LINALG}
 # fmt: off
 _solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True,
-                  refuses=_DASK)
-_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK)
-_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK)
+                  refuses=_DASK, jvp=_solve_jvp)
+_inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK, jvp=_inv_jvp, batch="leading")
+_cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK, jvp="transpose", batch="leading")
 _solve_triangular_op = defop("solve_triangular", _solve_triangular, _solve_triangular_vjp, joint=True,
-                             inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK)
-_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK)
-_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK)
+                             inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK, jvp="transpose")
+_vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="axis")
+_pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="leading")
 _count_nonzero = defnondiff("vector_norm_count", lambda x, axis=None, keepdims=False, *, xp=np: _vector_norm(
     x, axis=axis, keepdims=keepdims, ord=0, xp=xp), doc="vector_norm with ord=0: the count of nonzero elements.")
 # fmt: on

@@ -75,8 +75,8 @@ def _logm_vjp(xp, g, ans, a):
 
 # fmt: off
 _expm_op = defop("expm", _expm, lambda xp, g, ans, a: _frechet_vjp(xp, in_rule(xp, _expm_op), g, a), save="x",
-                 refuses={"dask": dask.LINALG})
-_logm_op = defop("logm", _logm, _logm_vjp, save="x", refuses={"dask": dask.LINALG})
+                 refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_logm_op = defop("logm", _logm, _logm_vjp, save="x", refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
 # fmt: on
 
 

@@ -38,7 +38,14 @@ def _standardize_vjp(xp, g, ans, x, w, b, axis, eps):
 
 
 _standardize_op = defop(
-    "standardize", _standardize, _standardize_vjp, inputs=("x", "w", "b"), save="x w", broadcast=True, joint=True
+    "standardize",
+    _standardize,
+    _standardize_vjp,
+    inputs=("x", "w", "b"),
+    save="x w",
+    broadcast=True,
+    joint=True,
+    jvp="transpose",
 )
 
 

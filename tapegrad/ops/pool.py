@@ -123,9 +123,9 @@ def _adaptive_avg_pool_vjp(xp, g, ans, x, output_size):
 
 
 # fmt: off
-_max_pool_op = defop("max_pool", _max_pool, _max_pool_vjp, save="x")
-_avg_pool_op = defop("avg_pool", _avg_pool, _avg_pool_vjp, save="x.shape")
-_adaptive_avg_pool_op = defop("adaptive_avg_pool", _adaptive_avg_pool, _adaptive_avg_pool_vjp, save="x.shape")
+_max_pool_op = defop("max_pool", _max_pool, _max_pool_vjp, save="x", jvp="transpose")
+_avg_pool_op = defop("avg_pool", _avg_pool, _avg_pool_vjp, save="x.shape", linear=True)
+_adaptive_avg_pool_op = defop("adaptive_avg_pool", _adaptive_avg_pool, _adaptive_avg_pool_vjp, save="x.shape", linear=True)
 # fmt: on
 
 

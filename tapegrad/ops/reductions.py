@@ -68,23 +68,43 @@ def _log_softmax(x, axis=-1, *, xp=np):
     return x - _logsumexp(x, axis=axis, keepdims=True, xp=xp)
 
 
+def _var_jvp(xp, ts, ans, x, axis=None, ddof=0, keepdims=False):
+    centred = x - xp.mean(x, axis=axis, keepdims=True)  # the tangent's mean drops out: sum(centred) is 0
+    product = xp.real(xp.conj(centred) * ts[0]) if is_complex(x) else centred * ts[0]
+    return xp.sum(product, axis=axis, keepdims=keepdims) * (2.0 / (count(x.shape, axis) - ddof))
+
+
+def _extreme_jvp(xp, ts, ans, x, axis=None, keepdims=False):
+    # the mean of the tangents at the elements equal to the result (the NaN ones where the result is NaN), the
+    # transpose of _extreme_vjp
+    at_extreme = xp.logical_or(x == _kept(xp, ans, x.shape, axis, keepdims), x != x)
+    ties = xp.sum(xp.astype(at_extreme, x.dtype), axis=axis, keepdims=keepdims)
+    return xp.sum(xp.where(at_extreme, ts[0], 0), axis=axis, keepdims=keepdims) / ties
+
+
+def _logsumexp_jvp(xp, ts, ans, x, axis=None, keepdims=False):
+    return xp.sum(xp.exp(x - _kept(xp, ans, x.shape, axis, keepdims)) * ts[0], axis=axis, keepdims=keepdims)
+
+
 # fmt: off
 _sum = defop("sum", lambda x, axis=None, keepdims=False, *, xp=np: xp.sum(x, axis=axis, keepdims=keepdims),
-             _sum_vjp, save="x.shape")
+             _sum_vjp, save="x.shape", linear=True, batch="axis")
 _mean = defop("mean", lambda x, axis=None, keepdims=False, *, xp=np: xp.mean(x, axis=axis, keepdims=keepdims),
-              _mean_vjp, save="x.shape")
-_var = defop("var", _var, _var_vjp, save="x")
+              _mean_vjp, save="x.shape", linear=True, batch="axis")
+_var = defop("var", _var, _var_vjp, save="x", jvp=_var_jvp, batch="axis")
 _max = defop("max", lambda x, axis=None, keepdims=False, *, xp=np: xp.max(x, axis=axis, keepdims=keepdims),
-             _extreme_vjp, save="x ans")
+             _extreme_vjp, save="x ans", jvp=_extreme_jvp, batch="axis")
 _min = defop("min", lambda x, axis=None, keepdims=False, *, xp=np: xp.min(x, axis=axis, keepdims=keepdims),
-             _extreme_vjp, save="x ans")
-_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans", method=True)
+             _extreme_vjp, save="x ans", jvp=_extreme_jvp, batch="axis")
+_lse = defop("logsumexp", _logsumexp, _logsumexp_vjp, save="x ans", method=True, jvp=_logsumexp_jvp, batch="axis")
 _softmax_op = defop("softmax", _softmax,
                     lambda xp, g, ans, x, axis=-1: ans * (g - xp.sum(g * ans, axis=axis, keepdims=True)),
-                    save="ans", method=True)
+                    save="ans", method=True,
+                    jvp=lambda xp, ts, ans, x, axis=-1: ans * (ts[0] - xp.sum(ans * ts[0], axis=axis, keepdims=True)), batch="axis")
 _log_softmax_op = defop("log_softmax", _log_softmax,
                         lambda xp, g, ans, x, axis=-1: g - xp.exp(ans) * xp.sum(g, axis=axis, keepdims=True),
-                        save="ans", method=True)
+                        save="ans", method=True,
+                        jvp=lambda xp, ts, ans, x, axis=-1: ts[0] - xp.sum(xp.exp(ans) * ts[0], axis=axis, keepdims=True), batch="axis")
 # fmt: on
 
 

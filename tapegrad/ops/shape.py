@@ -11,6 +11,16 @@ import numpy as np
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defop
 from ._axes import ndim_of, normalize_axes
+from ._batching import (
+    broadcast_to_rule,
+    concatenate_rule,
+    expand_dims_rule,
+    getitem_rule,
+    reshape_rule,
+    squeeze_rule,
+    stack_rule,
+    transpose_rule,
+)
 
 
 def _inverse(axes):
@@ -25,27 +35,27 @@ def _concatenate_vjp(xp, g, ans, *xs, argnum, axis=0):
 
 # fmt: off
 _reshape = defop("reshape", lambda x, shape, *, xp=np: xp.reshape(x, shape), lambda xp, g, ans, x, shape: xp.reshape(g, x.shape),
-                 save="x.shape", view=True)
+                 save="x.shape", view=True, linear=True, batch=reshape_rule)
 _transpose = defop("transpose", lambda x, axes=None, *, xp=np: xp.transpose(x, axes),
-                   lambda xp, g, ans, x, axes=None: xp.transpose(g, _inverse(axes)), view=True)
+                   lambda xp, g, ans, x, axes=None: xp.transpose(g, _inverse(axes)), view=True, linear=True, batch=transpose_rule)
 _expand_dims = defop("expand_dims", lambda x, axis, *, xp=np: xp.expand_dims(x, axis),
-                     lambda xp, g, ans, x, axis: xp.reshape(g, x.shape), save="x.shape", view=True, method=True)
+                     lambda xp, g, ans, x, axis: xp.reshape(g, x.shape), save="x.shape", view=True, method=True, linear=True, batch=expand_dims_rule)
 _squeeze = defop("squeeze", lambda x, axis=None, *, xp=np: xp.squeeze(x, axis),
-                 lambda xp, g, ans, x, axis=None: xp.reshape(g, x.shape), save="x.shape", view=True)
+                 lambda xp, g, ans, x, axis=None: xp.reshape(g, x.shape), save="x.shape", view=True, linear=True, batch=squeeze_rule)
 _broadcast_to = defop("broadcast_to", lambda x, shape, *, xp=np: xp.broadcast_to(x, shape),
-                      lambda xp, g, ans, x, shape: g, broadcast=True, view=True, method=True)
+                      lambda xp, g, ans, x, shape: g, broadcast=True, view=True, method=True, linear=True, batch=broadcast_to_rule)
 _concatenate = defop("concatenate", lambda *xs, axis=0, xp=np: xp.concatenate(xs, axis=axis), _concatenate_vjp,
-                     inputs="*", save="*.shape")
+                     inputs="*", save="*.shape", linear=True, batch=concatenate_rule)
 _stack = defop("stack", lambda *xs, axis=0, xp=np: xp.stack(xs, axis=axis),
-               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum, ...)], inputs="*")
+               lambda xp, g, ans, *xs, argnum, axis=0: g[(slice(None),) * axis + (argnum, ...)], inputs="*", linear=True, batch=stack_rule)
 getitem = defop("getitem", lambda x, index, *, xp=None: x[index] if xp is None else xp.getitem(x, index),
                 lambda xp, g, ans, x, index: xp.scatter(g, index=index, shape=x.shape), save="x.shape", view=True,
                 doc="x[index] with basic slices, integer arrays (repeats accumulate) and boolean masks.\n\n"
-                    ">>> import tapegrad as tg\n>>> tg.getitem(tg.Tensor([1.0, 2.0, 3.0]), index=slice(1, None))\nTensor([2., 3.])")
+                    ">>> import tapegrad as tg\n>>> tg.getitem(tg.Tensor([1.0, 2.0, 3.0]), index=slice(1, None))\nTensor([2., 3.])", linear=True, batch=getitem_rule)
 scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter(g, index, shape),
                 lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
-                    ">>> import numpy as np, tapegrad as tg\n>>> tg.ops.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])")
+                    ">>> import numpy as np, tapegrad as tg\n>>> tg.ops.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])", linear=True)
 # fmt: on
 
 

@@ -28,10 +28,10 @@ from .reductions import max, min, sum, var
 from .shape import broadcast_to, reshape
 
 # fmt: off
-_all = defnondiff("all", lambda x, axis=None, keepdims=False, *, xp=np: xp.all(x, axis=axis, keepdims=keepdims))
-_any = defnondiff("any", lambda x, axis=None, keepdims=False, *, xp=np: xp.any(x, axis=axis, keepdims=keepdims))
+_all = defnondiff("all", lambda x, axis=None, keepdims=False, *, xp=np: xp.all(x, axis=axis, keepdims=keepdims), batch="axis")
+_any = defnondiff("any", lambda x, axis=None, keepdims=False, *, xp=np: xp.any(x, axis=axis, keepdims=keepdims), batch="axis")
 _count_nonzero = defnondiff("count_nonzero", lambda x, axis=None, keepdims=False, *, xp=np:
-                            xp.count_nonzero(x, axis=axis, keepdims=keepdims))
+                            xp.count_nonzero(x, axis=axis, keepdims=keepdims), batch="axis")
 # fmt: on
 
 amax = max  # NumPy spells the reductions both ways

@@ -1,0 +1,324 @@
+"""vmap: ``f`` written for one example, run on a batch at once, one batching rule per op.
+
+Inside ``tg.vmap(f)`` the arguments reach ``f`` as :class:`~tapegrad._batched.Batched` tensors: each holds the
+whole batch (one leading axis per vmap level, outermost first) and shows ``f`` one example's shape. An op with a
+batched input does not run its forward on it: the core hands it to :func:`_step` (the slot
+``core.record.set_batching_rules``), which lines the inputs' batch axes up and calls the op's batching rule
+(``RULES``, keyed by the :class:`~tapegrad.registry.Op`), declared in its ``defop`` row (``batch=``) or derived:
+
+- elementwise ops: the batched inputs get size-1 axes between their batch axes and their own, so that NumPy's
+  broadcasting lines each example up with itself; the forward runs once.
+- ``batch="axis"`` (reductions, scans, ``softmax``): the ``axis`` parameter is shifted past the batch axes
+  (None: every example axis).
+- ``batch="leading"``: the forward already broadcasts over leading axes (NumPy's linear algebra, ``tril``).
+- a rule of its own: ``reshape``, ``transpose``, ``getitem``, ``matmul``, ``concatenate``, ``stack``...
+
+An op with no rule raises ``NotImplementedError`` naming it; ``vmap(f, loop=True)`` opts into running such an
+op once per example instead (a Python loop, documented as slower). Forward mode composes with vmap both ways in
+which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape recording a batched value
+(``vmap(grad(f))``) is refused with the same kind of error, never computed wrongly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+
+import numpy as np
+
+from ._batched import Batched
+from ._scope import finish, keeps_tensors
+from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING
+from ._tensor import Tensor
+from ._tree import tree_flatten, tree_unflatten
+from .core.record import record_batched, set_batching_rules
+from .forward import _step as _tangent_step
+from .forward import has_tangent
+from .ops._batching import full, rank, shift_axes, sizes
+from .registry import Op
+
+__all__ = ["vmap", "RULES", "rule_of", "derivation"]
+
+RULES: dict[Op, object] = {}  # each op's batching rule (declared or derived), keyed by the Op
+
+
+class Level:
+    """One vmap level: the key of its batch axis on the batched tensors."""
+
+    __slots__ = ("size", "loop", "outer", "__weakref__")
+
+    def __init__(self, size, loop):
+        self.size = size
+        self.loop = loop
+        self.outer = ACTIVE.get()  # the tapes recording when it opened: they cannot differentiate through it
+
+
+@contextlib.contextmanager
+def _level(size, loop):
+    lv = Level(size, loop)
+    token = BATCH.set(BATCH.get() + (lv,))
+    TRACING.add(1)
+    try:
+        yield lv
+    finally:
+        TRACING.add(-1)
+        BATCH.reset(token)
+
+
+def derivation(op: Op) -> str | None:
+    """How vmap gets ``op``'s batching rule: ``"declared"``, ``"axis"``, ``"leading"``, ``"elementwise"``, or None.
+
+    >>> import tapegrad as tg
+    >>> derivation(tg.exp.op), derivation(tg.sum.op), derivation(tg.matmul.op)
+    ('elementwise', 'axis', 'declared')
+    """
+    batch = op.batch
+    if callable(batch):
+        return "declared"
+    if batch in ("axis", "leading"):
+        return batch
+    if op.elementwise and not op.variadic:
+        return "elementwise"
+    return None
+
+
+def rule_of(op: Op):
+    """The batching rule of ``op``: ``rule(k, datas, batched, params)`` -> the output with ``k`` batch axes."""
+    rule = RULES.get(op)
+    if rule is None:
+        how = derivation(op)
+        if how is None:
+            return None
+        rule = RULES[op] = {
+            "declared": lambda: op.batch,
+            "axis": lambda: _axis_rule(op),
+            "leading": lambda: _leading_rule(op),
+            "elementwise": lambda: _elementwise_rule(op),
+        }[how]()
+    return rule
+
+
+# -- the derived rules ---------------------------------------------------------------------------------------
+def _forward(op, datas, params):
+    out = op.forward(*datas, **params)
+    return out if isinstance(out, np.ndarray) else np.asarray(out)
+
+
+def _elementwise_rule(op):
+    def rule(k, datas, batched, params):
+        ranks = [rank(d, b, k) for d, b in zip(datas, batched)]
+        top = max(ranks)
+        lined = [
+            np.reshape(d, d.shape[:k] + (1,) * (top - r) + d.shape[k:]) if b else d
+            for d, b, r in zip(datas, batched, ranks)
+        ]
+        return _forward(op, lined, params)
+
+    return rule
+
+
+def _default_axis(op):
+    try:
+        p = inspect.signature(op.forward).parameters.get("axis")
+    except (TypeError, ValueError):
+        return None
+    return None if p is None or p.default is inspect.Parameter.empty else p.default
+
+
+def _axis_rule(op):
+    default = _default_axis(op)
+
+    def rule(k, datas, batched, params):
+        if any(batched[1:]):
+            raise NotImplementedError(f"vmap: {op.name}'s batching rule takes a batch of its first input only")
+        params = dict(params)
+        params["axis"] = shift_axes(params.get("axis", default), k, rank(datas[0], True, k))
+        return _forward(op, datas, params)
+
+    return rule
+
+
+def _leading_rule(op):
+    def rule(k, datas, batched, params):
+        if sum(batched) == len(datas) == 1:
+            return _forward(op, datas, params)
+        return _forward(op, full(k, datas, batched, sizes(k, datas, batched)), params)
+
+    return rule
+
+
+def _loop(op, k, datas, batched, params):
+    """The opt-in fallback: the op once per example, the results stacked."""
+    n = sizes(k, datas, batched)
+    outs = []
+    for idx in np.ndindex(*n):
+        args = [d[tuple(min(i, s - 1) for i, s in zip(idx, d.shape[:k]))] if b else d for d, b in zip(datas, batched)]
+        outs.append(_forward(op, args, params))
+    out = np.stack(outs)
+    return out.reshape(tuple(n) + out.shape[1:])
+
+
+# -- the step the core calls ---------------------------------------------------------------------------------
+def _refuse_tapes(op, args):
+    if TRACER.get() is not None:
+        raise NotImplementedError(f"vmap: {op.name}: tg.compile of a vmapped function does not batch yet")
+
+
+def _refuse_outer(op, args, levels):
+    """A tape opened outside a vmap level would need the batch summed out of its cotangents (grad of vmap), which
+    the replay does not do: refused, never a wrong gradient. A tape opened inside (vmap of grad) is fine."""
+    outer = {id(t) for lv in levels for t in lv.outer}
+    if outer and any(id(t) in outer for t in ACTIVE.get()):
+        if any(isinstance(a, Tensor) and (a._node is not None or a.requires_grad) for a in args):
+            raise NotImplementedError(
+                f"vmap: {op.name}: a tape opened outside vmap (grad, vjp or jacrev of a vmapped function, or "
+                "vmap inside record()) would differentiate through the batch, which reverse mode does not do "
+                "yet: write vmap(grad(f)) for per-example gradients, or compute the batch without vmap"
+            )
+
+
+def _step(op, args, params):
+    """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
+    _refuse_tapes(op, args)
+    present = set()
+    for a in args:
+        if a.__class__ is Batched:
+            present.update(a._levels)
+    levels = tuple(lv for lv in BATCH.get() if lv in present)
+    k = len(levels)
+    datas, batched = [], []
+    for a in args:
+        if a.__class__ is Batched:
+            d = a._data
+            for j, lv in enumerate(levels):
+                if lv not in a._levels:
+                    d = np.expand_dims(d, j)
+            datas.append(d)
+            batched.append(True)
+        else:
+            datas.append(a._data if isinstance(a, Tensor) else a)
+            batched.append(False)
+    rule = rule_of(op)
+    if rule is None:
+        if not any(lv.loop for lv in levels):
+            raise NotImplementedError(
+                f"vmap: {op.name} has no batching rule: declare one in its defop row (batch=), or pass "
+                "loop=True to vmap to run it once per example"
+            )
+        out = _loop(op, k, datas, batched, params)
+    else:
+        try:
+            out = rule(k, datas, batched, params)
+        except (TypeError, ValueError) as err:
+            shapes = ", ".join(str(tuple(np.shape(d))[k if b else 0 :]) for d, b in zip(datas, batched))
+            raise type(err)(f"vmap: {op.name} of examples with shapes {shapes}: {err}") from None
+    out = out if isinstance(out, np.ndarray) else np.asarray(out)
+    result = Batched.make(out, levels)
+    if op.differentiable and ACTIVE.get():
+        _refuse_outer(op, args, levels)
+        record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
+    levels_fwd = FORWARD.get()
+    if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
+        _tangent_step(levels_fwd, op, args, params, result)
+    return result
+
+
+set_batching_rules(_step)
+
+
+# -- vmap --------------------------------------------------------------------------------------------------
+def _batch_leaf(leaf, axis, lv, what):
+    if isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or has_tangent(leaf)):
+        raise NotImplementedError(
+            f"{what}: an argument a tape records or forward mode differentiates (grad or jvp of vmap): "
+            "write the transform inside vmap instead (vmap(jvp(f)), vmap(jacfwd(f)))"
+        )
+    if leaf.__class__ is Batched:
+        d, levels = leaf._data, leaf._levels
+        k = len(levels)
+        r = d.ndim - k
+        if r == 0:
+            raise ValueError(f"{what}: in_axes={axis} for a 0-d argument")
+        return Batched.make(np.moveaxis(d, k + int(axis) % r, k), levels + (lv,)), d.shape[k + int(axis) % r]
+    d = leaf._data if isinstance(leaf, Tensor) else np.asarray(leaf)
+    if d.ndim == 0:
+        raise ValueError(f"{what}: in_axes={axis} for a 0-d argument; pass in_axes=None for it")
+    ax = int(axis) % d.ndim
+    return Batched.make(np.moveaxis(d, ax, 0), (lv,)), d.shape[ax]
+
+
+def _unbatch(o, lv, size, out_axes):
+    if o.__class__ is Batched and lv in o._levels:
+        levels = o._levels
+        j = levels.index(lv)
+        rest = levels[:j] + levels[j + 1 :]
+        d = o._data
+        r = d.ndim - len(levels)
+        d = np.moveaxis(d, j, len(rest) + int(out_axes) % (r + 1))
+        return Batched.make(d, rest) if rest else Tensor._wrap(d)
+    # the same for every example: broadcast along the new axis
+    if o.__class__ is Batched:
+        k = len(o._levels)
+        d = o._data
+        pos = k + int(out_axes) % (d.ndim - k + 1)
+        d = np.expand_dims(d, pos)
+        return Batched.make(np.broadcast_to(d, d.shape[:pos] + (size,) + d.shape[pos + 1 :]), o._levels)
+    d = o._data if isinstance(o, Tensor) else np.asarray(o)
+    pos = int(out_axes) % (d.ndim + 1)
+    d = np.expand_dims(d, pos)
+    return Tensor._wrap(np.broadcast_to(d, d.shape[:pos] + (size,) + d.shape[pos + 1 :]).copy())
+
+
+def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
+    """``f`` mapped over an axis of its arguments (JAX's ``vmap``, PyTorch's ``torch.func.vmap``), every op run once
+    on the whole batch by its batching rule (see the module docstring).
+
+    ``in_axes``: an int (the batch axis of every argument), or a tuple with one entry per argument (an int, or
+    None for an argument shared by every example). ``out_axes``: where the batch axis goes in each output.
+    ``loop=True`` runs an op without a batching rule once per example instead of raising. Composes with itself
+    (nested vmap) and with forward mode inside it (``vmap(jvp(f))``, ``jacfwd``).
+
+    >>> import numpy as np, tapegrad as tg
+    >>> A = np.arange(6.0).reshape(2, 3)
+    >>> tg.vmap(lambda x: A @ x)(np.eye(3))      # one matrix-vector product per row
+    array([[0., 3.],
+           [1., 4.],
+           [2., 5.]])
+    >>> tg.vmap(lambda x, y: (x * y).sum(), in_axes=(0, None))(np.ones((4, 3)), np.arange(3.0))
+    array([3., 3., 3., 3.])
+    """
+
+    @functools.wraps(f)
+    def vmapped(*args):
+        axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
+        with _level(None, loop) as lv:
+            size = None
+            new = []
+            for i, (a, ax) in enumerate(zip(args, axes)):
+                if ax is None:
+                    new.append(a)
+                    continue
+                leaves, spec = tree_flatten(a, f"vmap: argument {i}")
+                batched = []
+                for leaf in leaves:
+                    b, n = _batch_leaf(leaf, ax, lv, "vmap")
+                    if size is not None and n != size:
+                        raise ValueError(
+                            f"vmap: argument {i} has {n} examples along axis {ax}, another argument {size}; "
+                            "every batched argument needs the same batch size"
+                        )
+                    size = n
+                    batched.append(b)
+                new.append(tree_unflatten(spec, batched))
+            if size is None:
+                raise ValueError("vmap: no argument is batched (every in_axes entry is None)")
+            lv.size = size
+            out = f(*new)
+            leaves, spec = tree_flatten(out, "vmap: the output of f")
+            res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
+        return finish(res, keeps_tensors())
+
+    return vmapped

@@ -1,0 +1,185 @@
+"""vmap (``tapegrad.batching``): every op in ``op_table.OPS`` as a property of its batching rule.
+
+For every row, hypothesis draws one example's inputs as the other properties do, and a batch of three examples
+from them (scaled by 1, 0.95 and 0.9, inside the row's domain); then, in float64:
+
+- ``vmap(op)`` equals the op on each example, stacked, with every input batched and with the first alone;
+- ``vmap(grad(...))`` (per-example gradients) equals each example's gradient, stacked;
+- an op without a batching rule raises naming it, and ``loop=True`` gives the same as a loop.
+
+The meta-test pins the ops that have no batching rule, so a new op gets one or is listed here knowingly.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from op_table import OPS, shapes_and_kwargs
+
+import tapegrad as tg
+from tapegrad import strategies as tgst
+from tapegrad._state import BATCH, TRACING
+from tapegrad.batching import derivation
+
+IDS = [case.name for case in OPS]
+FEW = max(3, settings.default.max_examples // 5)
+SCALES = (1.0, 0.95, 0.9)
+
+# Ops without a batching rule (vmap raises naming them; vmap(..., loop=True) runs them once per example).
+NO_RULE = {
+    "scatter", "roll", "pad", "sign_complex", "unfold", "fold", "conv", "conv_transpose", "solve",
+    "solve_triangular", "fftn", "ifftn", "rfft", "irfft", "take_along_axis", "scatter_along_axis", "index_update",
+    "tensordot", "einsum", "convolve", "correlate", "diagflat", "standardize", "max_pool", "avg_pool",
+    "adaptive_avg_pool", "eigh", "eig", "svd", "qr", "lu", "slogdet",
+}  # fmt: skip
+# Ops with several outputs (Op.outputs): vmap raises naming them (their batching is still to be written).
+SEVERAL = {name for name, op in tg.REGISTRY.items() if getattr(op, "outputs", ())}
+# Rows composed of ops that pass a computed index as a parameter (sort's take_along_axis of argsort's indices) or
+# read a value (average's weights): vmap raises for them, never a wrong value.
+REFUSED = {"sort", "median", "quantile", "percentile", "partition", "average"}
+
+
+@st.composite
+def _inputs(draw, case):
+    shapes, kwargs = draw(shapes_and_kwargs(case))
+    return draw(tgst.inputs(shapes, case.domain, np.float64)), kwargs
+
+
+def _vmapped(f, axes, batch):
+    """``vmap(f)(*batch)``; where an op without a batching rule raises, that op is checked to be one without a
+    rule (a row's own op, or an op a composed row runs) and the loop fallback is taken."""
+    try:
+        return tg.vmap(f, in_axes=axes)(*batch)
+    except NotImplementedError as err:
+        if "has several outputs, which vmap does not batch yet" in str(err):
+            assert str(err).split(": ")[1].split(" ")[0] in SEVERAL, str(err)
+            assert BATCH.get() == () and TRACING.n == 0
+            return None
+        name = str(err).split(": ")[1].split(" has no batching rule")[0]
+        op = tg.REGISTRY.get(name) or tg.NONDIFF.get(name)
+        assert "has no batching rule" in str(err) and op is not None and derivation(op) is None, str(err)
+        assert BATCH.get() == () and TRACING.n == 0
+        return tg.vmap(f, in_axes=axes, loop=True)(*batch)
+
+
+def _batch(arrays, first_only=False):
+    return [np.stack([a * s for s in SCALES]) if (i == 0 or not first_only) else a for i, a in enumerate(arrays)]
+
+
+def _each(case, kwargs, batch, first_only=False):
+    outs = []
+    for j in range(len(SCALES)):
+        args = [b[j] if (i == 0 or not first_only) else b for i, b in enumerate(batch)]
+        outs.append(np.asarray(case.fn(*[tg.Tensor(a) for a in args], **kwargs).numpy()))
+    return np.stack(outs)
+
+
+@pytest.mark.parametrize("case", OPS, ids=IDS)
+@settings(max_examples=FEW)
+@given(data=st.data())
+def test_vmap_of_each_op_equals_a_loop_over_examples(case, data):
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    if case.name in REFUSED:
+        with pytest.raises((NotImplementedError, TypeError, ValueError)):
+            tg.vmap(lambda *xs: case.fn(*xs, **kwargs), loop=True)(*_batch(arrays))
+        assert BATCH.get() == () and TRACING.n == 0
+        return
+    for first_only in (False, True):
+        batch = _batch(arrays, first_only)
+        axes = tuple(0 if (i == 0 or not first_only) else None for i in range(len(batch)))
+        expected = _each(case, kwargs, batch, first_only)
+
+        def f(*xs):
+            return case.fn(*xs, **kwargs)
+
+        got = _vmapped(f, axes, batch)
+        if got is None:  # an op with several outputs: refused, naming it
+            return
+        assert got.shape == expected.shape, (got.shape, expected.shape)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [c for c in OPS if tg.REGISTRY.get(c.name) is not None], ids=lambda c: c.name)
+@settings(max_examples=max(2, FEW // 2))
+@given(data=st.data())
+def test_per_example_gradients_equal_each_examples_gradient(case, data):
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    free = [i for i in range(len(arrays)) if i not in case.constant_inputs]
+    if case.name in REFUSED or not free or np.iscomplexobj(case.fn(*[tg.Tensor(a) for a in arrays], **kwargs).numpy()):
+        return
+    batch = _batch(arrays)
+    w = np.random.default_rng(0).uniform(0.5, 1.5, np.shape(case.fn(*[tg.Tensor(a) for a in arrays], **kwargs)))
+
+    def loss(*xs):
+        return (case.fn(*xs, **kwargs) * w).sum()
+
+    argnums = tuple(free)
+    got = _vmapped(tg.grad(loss, argnums=argnums), 0, batch)
+    if got is None:
+        return
+    for j in range(len(SCALES)):
+        want = tg.grad(loss, argnums=argnums)(*[b[j] for b in batch])
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g[j], e, rtol=1e-10, atol=1e-12)
+
+
+def test_the_ops_without_a_batching_rule_are_the_listed_ones():
+    missing = {name for name, op in tg.REGISTRY.items() if derivation(op) is None}
+    assert missing == NO_RULE, f"new: {sorted(missing - NO_RULE)}; now with a rule: {sorted(NO_RULE - missing)}"
+
+
+# -- composition ------------------------------------------------------------------------------------------
+RNG = np.random.default_rng(3)
+W = RNG.standard_normal((4, 3))
+X, Y = RNG.standard_normal((6, 4)), RNG.standard_normal((6, 3))
+
+
+def _loss(w, x, y):
+    return ((tg.tanh(x @ w) - y) ** 2).sum()
+
+
+def test_vmap_of_grad_gives_per_example_gradients():
+    got = tg.vmap(tg.grad(_loss), in_axes=(None, 0, 0))(W, X, Y)
+    want = np.stack([tg.grad(_loss)(W, x, y) for x, y in zip(X, Y)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_nested_vmap_and_out_axes():
+    A = RNG.standard_normal((2, 3, 3))
+    B = RNG.standard_normal((2, 5, 3))
+    got = tg.vmap(tg.vmap(lambda a, b: tg.tanh(a @ b), in_axes=(None, 0)), out_axes=1)(A, B)
+    want = np.stack([[np.tanh(A[i] @ B[i, j]) for j in range(5)] for i in range(2)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_vmap_of_forward_mode_and_of_hvp():
+    basis = np.eye(4 * 3).reshape(12, 4, 3)
+    cols = tg.vmap(lambda t: tg.jvp(lambda w: _loss(w, X[0], Y[0]), (W,), (t,))[1])(basis)
+    np.testing.assert_allclose(cols.reshape(4, 3), tg.grad(_loss)(W, X[0], Y[0]), rtol=1e-12)
+    H = tg.hessian(lambda w: _loss(w, X[0], Y[0]))(W)
+    hv = tg.vmap(lambda v: tg.hvp(lambda w: _loss(w, X[0], Y[0]), W, v))(basis)
+    np.testing.assert_allclose(hv.reshape(12, 12), H.reshape(12, 12), rtol=1e-10, atol=1e-12)
+
+
+def test_grad_of_vmap_is_refused_naming_the_op_never_wrong():
+    with pytest.raises(NotImplementedError, match="matmul: a tape opened outside vmap"):
+        tg.grad(lambda w: tg.vmap(_loss, in_axes=(None, 0, 0))(w, X, Y).sum())(W)
+    assert BATCH.get() == () and TRACING.n == 0
+
+
+def test_bad_batches_are_refused_and_values_are_not_readable():
+    with pytest.raises(ValueError, match="every batched argument needs the same batch size"):
+        tg.vmap(lambda a, b: a + b)(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(TypeError, match="reads the value of a batched tensor"):
+        tg.vmap(lambda a: float(a.sum()))(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="in_axes has 1 entries for 2 arguments"):
+        tg.vmap(lambda a, b: a + b, in_axes=(0,))(np.ones(3), np.ones(3))
+    assert tg.vmap(lambda a: a.shape[0] * a)(np.ones((3, 2))).tolist() == [[2.0, 2.0]] * 3  # one example's shape
+
+    def in_place(a):
+        a *= 2.0
+        return a
+
+    with pytest.raises(RuntimeError, match="in-place \\*= on a batched tensor"):
+        tg.vmap(in_place)(np.ones((3, 2)))
+    assert BATCH.get() == () and TRACING.n == 0
