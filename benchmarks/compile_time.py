@@ -59,8 +59,10 @@ def compile_seconds(tg, cycles: int) -> tuple:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ref", default=None, help="a git ref to compare this tree against (main)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--ref", default=None, help="a git ref to compare this tree against (None: this tree alone)")
     parser.add_argument("--limit", type=float, default=60.0, help="skip larger sizes once one took this long (s)")
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES), help="ops traced, roughly")
     args = parser.parse_args(argv)

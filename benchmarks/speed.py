@@ -246,7 +246,7 @@ def main(argv=None) -> int:
     if args.fused:
         from benchmarks.speed_fused import main as fused  # noqa: PLC0415  (JAX and numba only for this table)
 
-        return fused()
+        return fused([])
     if args.update_docs and (args.pin is None or args.quick or args.rounds or args.engines or len(args.only) < 4):
         parser.error(
             "--update-docs publishes the full pinned run: pass --pin, without --quick, --rounds, --engines, --only"

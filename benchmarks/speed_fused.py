@@ -19,7 +19,9 @@ a warm-up (elapsed time; the cycle collector off while timing).
 
 from __future__ import annotations
 
+import argparse
 import gc
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -269,6 +271,13 @@ def mlp_rows(jax) -> list:
 
 
 def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.parse_args(argv)
+    if importlib.util.find_spec("numba") is None:
+        print("benchmarks/speed_fused.py times fused kernels: install the jit extra (pip install -e '.[jit]')")
+        return 2
     from benchmarks import hygiene  # noqa: PLC0415
 
     hygiene.cap_blas_threads_by_env()

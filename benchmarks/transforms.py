@@ -161,7 +161,9 @@ def per_example(rounds):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="two rounds instead of seven")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else 7
