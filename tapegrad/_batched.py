@@ -6,6 +6,7 @@ levels' axes first, in their order), and shows ``f`` one example's shape. Ops on
 from __future__ import annotations
 
 from ._tensor import Tensor
+from .errors import BatchedValueError
 
 __all__ = ["Batched"]
 
@@ -51,9 +52,10 @@ class Batched(Tensor):
             yield self[i]
 
     def _refuse(self, what):
-        raise TypeError(
+        raise BatchedValueError(
             f"vmap: f reads the value of a batched tensor ({what}); inside vmap a value is every example's at "
-            "once: compute with tapegrad's ops (tg.where for a choice, not if), or move the read outside f"
+            "once: compute with tapegrad's ops (tg.where for a choice, not if), or move the read outside f",
+            what,
         )
 
     def item(self):

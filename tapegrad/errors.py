@@ -21,6 +21,7 @@ __all__ = [
     "GradcheckError",
     "CheckpointError",
     "TracingError",
+    "BatchedValueError",
     "NestedTensorError",
     "TapeLeakWarning",
     "TapeEscapeWarning",
@@ -109,6 +110,16 @@ class TracingError(TypeError):
     ...     print(str(err).split(" (")[0])
     bool(t) of a traced value
     """
+
+
+class BatchedValueError(TypeError):
+    """Python asked ``tg.vmap`` for the value of a batched tensor (``np.asarray(t)``, ``t.item()``, ``bool(t)``):
+    inside ``vmap`` a value is every example's at once, so ``f`` must compute with tapegrad's ops. ``what`` is
+    the read (``"np.asarray(t)"``)."""
+
+    def __init__(self, message, what=""):
+        super().__init__(message)
+        self.what = what
 
 
 class NestedTensorError(TypeError):

@@ -41,6 +41,7 @@ from .backend import is_complex
 from .backend.numpy_rules import numpy_rules
 from .core.record import apply, set_tangent_rules
 from .core.tape import stop_recording
+from .errors import BatchedValueError, TapeError
 from .ops import tensor_rules
 from .registry import Op
 from .tape import record
@@ -140,8 +141,8 @@ def rule_of(op: Op):
     """The forward-mode rule of ``op``: declared on it, or derived from its facts (see the module docstring).
 
     >>> import tapegrad as tg
-    >>> rule_of(tg.exp.op)(numpy_rules, (np.array(2.0),), np.array(3.0), np.array(0.0))
-    array(6.)
+    >>> float(rule_of(tg.exp.op)(numpy_rules, (np.array(2.0),), np.array(3.0), np.array(0.0)))  # t * exp(x)
+    6.0
     """
     rule = RULES.get(op)
     if rule is None:
@@ -382,6 +383,11 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
                 t = rule(xp, tuple(tangents), ans, *inputs, **params)
         else:
             t = rule(xp, tuple(tangents), ans, *inputs, **params)
+    except BatchedValueError as err:  # vmap refused a read inside the op's rule, not in the user's f
+        raise TapeError(
+            f"{op.name}: its rule reads a tensor's value ({err.what}) in forward mode or vmap: it computes with "
+            "NumPy on arrays (np.cos(x), x.data) instead of xp (xp.cos(x)). Write the rule with xp's functions"
+        ) from err
     finally:
         FORWARD.reset(token)
     if t is not None:

@@ -304,8 +304,10 @@ def test_a_rule_written_with_numpy_raises_on_a_recorded_replay_naming_the_op(): 
     np.testing.assert_allclose(x.grad, np.cos(0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", tg.TapeEscapeWarning)
-        with pytest.raises(tg.TapeError, match="bad_sin: its rule returned a ndarray.*xp"):
-            tg.hessian(lambda v: bad_sin(v).sum())(np.array([0.5]))
+        with pytest.raises(tg.TapeError, match="bad_sin: its rule returned a ndarray, not a tensor.*xp"):
+            tg.grad(tg.grad(lambda v: bad_sin(v).sum()))(np.array([0.5]))
+        with pytest.raises(tg.TapeError, match=r"bad_sin: its rule reads a tensor's value \(np.asarray\(t\)\).*xp"):
+            tg.hessian(lambda v: bad_sin(v).sum())(np.array([0.5]))  # jacfwd of jacrev: the rule's read under vmap
 
 
 # -- errors on valid use, corrupted state ------------------------------------------------------------------
