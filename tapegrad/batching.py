@@ -15,8 +15,13 @@ batched input does not run its forward on it: the core hands it to :func:`_step`
 
 An op with no rule raises ``NotImplementedError`` naming it; ``vmap(f, loop=True)`` opts into running such an
 op once per example instead (a Python loop, documented as slower). Forward mode composes with vmap both ways in
-which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape recording a batched value
-(``vmap(grad(f))``) is refused with the same kind of error, never computed wrongly.
+which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape opened inside vmap records the
+batched entries (``vmap(grad(f))``).
+
+Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward()`` of a vmapped call inside
+``record()``): a call whose arguments a recording tape differentiates is one entry of that tape, whose rule is
+vmap of one example's VJP, so its gradient is the loop's. A tensor of ``f``'s closure that such a tape records,
+a second derivative through the call, and several outputs are refused naming what to do, never computed wrongly.
 """
 
 from __future__ import annotations
@@ -28,15 +33,17 @@ import inspect
 import numpy as np
 
 from ._batched import Batched
-from ._scope import finish, keeps_tensors
-from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING
+from ._scope import finish, functional_input, keeps_tensors
+from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
+from .backend.numpy_rules import numpy_rules
+from .core import BaseTape, keep_pending, stop_recording
 from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
 from .ops._batching import full, rank, shift_axes, sizes
-from .registry import Op
+from .registry import Op, defop
 
 __all__ = ["vmap", "RULES", "rule_of", "derivation"]
 
@@ -172,9 +179,9 @@ def _refuse_outer(op, args, levels):
     if outer and any(id(t) in outer for t in ACTIVE.get()):
         if any(isinstance(a, Tensor) and (a._node is not None or a.requires_grad) for a in args):
             raise NotImplementedError(
-                f"vmap: {op.name}: a tape opened outside vmap (grad, vjp or jacrev of a vmapped function, or "
-                "vmap inside record()) would differentiate through the batch, which reverse mode does not do "
-                "yet: write vmap(grad(f)) for per-example gradients, or compute the batch without vmap"
+                f"vmap: {op.name}: f uses a tensor from its closure that a tape opened outside vmap records; "
+                "reverse mode through vmap differentiates f's arguments only: pass that tensor to the vmapped "
+                "function as an argument (in_axes=None for one shared by every example)"
             )
 
 
@@ -294,31 +301,120 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
         axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
-        with _level(None, loop) as lv:
-            size = None
-            new = []
-            for i, (a, ax) in enumerate(zip(args, axes)):
-                if ax is None:
-                    new.append(a)
-                    continue
-                leaves, spec = tree_flatten(a, f"vmap: argument {i}")
-                batched = []
-                for leaf in leaves:
-                    b, n = _batch_leaf(leaf, ax, lv, "vmap")
-                    if size is not None and n != size:
-                        raise ValueError(
-                            f"vmap: argument {i} has {n} examples along axis {ax}, another argument {size}; "
-                            "every batched argument needs the same batch size"
-                        )
-                    size = n
-                    batched.append(b)
-                new.append(tree_unflatten(spec, batched))
-            if size is None:
-                raise ValueError("vmap: no argument is batched (every in_axes entry is None)")
-            lv.size = size
-            out = f(*new)
-            leaves, spec = tree_flatten(out, "vmap: the output of f")
-            res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
-        return finish(res, keeps_tensors())
+        if ACTIVE.get() and TRACER.get() is None:
+            leaves, spec = tree_flatten(tuple(args), "vmap: the arguments")
+            if any(_recorded(leaf) for leaf in leaves):
+                return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
+        return _plain(f, args, axes, out_axes, loop)
 
     return vmapped
+
+
+def _plain(f, args, axes, out_axes, loop):
+    """vmap's run: every argument batched (or shared), ``f`` run once on the batch, the outputs unbatched."""
+    with _level(None, loop) as lv:
+        size = None
+        new = []
+        for i, (a, ax) in enumerate(zip(args, axes)):
+            if ax is None:
+                new.append(a)
+                continue
+            leaves, spec = tree_flatten(a, f"vmap: argument {i}")
+            batched = []
+            for leaf in leaves:
+                b, n = _batch_leaf(leaf, ax, lv, "vmap")
+                if size is not None and n != size:
+                    raise ValueError(
+                        f"vmap: argument {i} has {n} examples along axis {ax}, another argument {size}; "
+                        "every batched argument needs the same batch size"
+                    )
+                size = n
+                batched.append(b)
+            new.append(tree_unflatten(spec, batched))
+        if size is None:
+            raise ValueError("vmap: no argument is batched (every in_axes entry is None)")
+        lv.size = size
+        out = f(*new)
+        leaves, spec = tree_flatten(out, "vmap: the output of f")
+        res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
+    return finish(res, keeps_tensors())
+
+
+# -- reverse mode through vmap -------------------------------------------------------------------------------
+# A vmapped call whose arguments a recording tape differentiates is one entry of that tape: its forward is vmap's
+# run on the arguments' values, its rule vmap of one example's VJP (the cotangent batched like the output), so
+# the gradient is the loop's, and the entry keeps its inputs only. Shared arguments (in_axes=None) get the sum of
+# the examples' gradients.
+def _recorded(leaf) -> bool:
+    return isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or id(leaf) in WATCHED.get())
+
+
+def _leaf_axes(args, axes):
+    out = []
+    for i, (a, ax) in enumerate(zip(args, axes)):
+        out.extend([ax] * len(tree_flatten(a, f"vmap: argument {i}")[0]))
+    return tuple(out)
+
+
+def _example_vjp(f, spec, needs):
+    """One example's VJP of ``f``: ``(*leaves, g) -> the gradients of the leaves that need one``."""
+
+    def vjp_one(*vals):
+        *leaves, g = vals
+        with BaseTape() as t:
+            ins = []
+            for leaf, k in zip(leaves, needs):
+                if k == 2:
+                    leaf = functional_input(leaf) if leaf.__class__ is Batched else Tensor(leaf)
+                    if leaf._node is None:
+                        leaf.requires_grad = True
+                ins.append(leaf)
+            out = f(*tree_unflatten(spec, ins))
+        sources = [x for x, k in zip(ins, needs) if k == 2]
+        return tuple(t.gradient(out, sources, output_gradients=g, unconnected="zero"))
+
+    return vjp_one
+
+
+def _vmap_forward(*datas, f, spec, axes, out_axes, loop, needs, box):
+    return box.pop()  # computed before the entry was made (so that f's errors come first); never kept
+
+
+def _vmap_rule(xp, g, ans, *vals, f, spec, axes, out_axes, loop, needs, box):
+    if xp is not numpy_rules:
+        raise NotImplementedError(
+            "vmap: a second derivative through a vmapped function (create_graph, hessian or hvp of vmap) is "
+            "not supported yet: write vmap(hessian(f)) or vmap(hvp(...)) per example instead"
+        )
+    gdata = g._data if isinstance(g, Tensor) else np.asarray(g)
+    with keep_pending(), stop_recording():
+        grads = _plain(_example_vjp(f, spec, needs), [*vals, gdata], (*axes, out_axes), 0, loop)
+    grads = iter(grads)
+    out = []
+    for v, ax, k in zip(vals, axes, needs):
+        if k != 2:
+            out.append(None)
+            continue
+        gi = next(grads)
+        gi = gi._data if isinstance(gi, Tensor) else np.asarray(gi)
+        out.append(np.sum(gi, axis=0) if ax is None else np.moveaxis(gi, 0, int(ax) % max(np.ndim(v), 1)))
+    return out
+
+
+_vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False)
+
+
+def _through_tape(f, spec, leaves, axes, out_axes, loop):
+    datas = [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves]
+    out = _plain(lambda *ls: f(*tree_unflatten(spec, ls)), datas, axes, out_axes, loop)
+    if not isinstance(out, (Tensor, np.ndarray)):
+        raise NotImplementedError(
+            "vmap: reverse mode through a vmapped function with several outputs (a "
+            f"{type(out).__name__}) is not supported yet: return one array from f, or stack the outputs"
+        )
+    watched = WATCHED.get()
+    needs = tuple(
+        (2 if _recorded(leaf) or id(leaf) in watched else 1) if isinstance(leaf, Tensor) else 0 for leaf in leaves
+    )
+    box = [out._data if isinstance(out, Tensor) else out]
+    return _vmap_op(list(leaves), f=f, spec=spec, axes=axes, out_axes=out_axes, loop=loop, needs=needs, box=box)
