@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._batched import Batched
-from ._state import BATCH, ESCAPED, FORWARD, is_recording
+from ._state import BATCH, ESCAPED, FORWARD, is_recording, transform_argument
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
@@ -135,6 +135,7 @@ def _as_tensor(leaf, what, nested):
             t = functional_input(leaf)  # its tangents (forward mode) come along
             if t._node is None:
                 t.requires_grad = True  # a leaf of this tape that only forward mode knew
+                transform_argument(t)
             return t
         data = leaf._data
     else:
@@ -143,7 +144,7 @@ def _as_tensor(leaf, what, nested):
             data = data.astype(np.float64)
     t = Tensor._wrap(data)
     t.requires_grad = True
-    return t
+    return transform_argument(t)  # f's own value: x += y inside f rebinds it, as autograd's programs expect
 
 
 def run(t, f, args, kwargs, nums, what):

@@ -160,6 +160,31 @@ def is_traced(x) -> bool:
     return t is not None and t.traces(getattr(x, "_data", x))
 
 
+_ARGUMENTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> a leaf a transform made for f
+
+
+def transform_argument(t):
+    """Note that the leaf ``t`` is one a transform (``tg.grad``...) made of ``f``'s argument, and return it: inside
+    ``f``, ``x += y`` rebinds such a leaf (autograd's idiom), where it refuses a leaf the user made.
+
+    >>> import tapegrad as tg
+    >>> is_transform_argument(transform_argument(tg.Tensor(1.0, requires_grad=True)))
+    True
+    """
+    _ARGUMENTS[id(t)] = t
+    return t
+
+
+def is_transform_argument(t) -> bool:
+    """Whether ``t`` is a leaf a transform made of its function's argument (:func:`transform_argument`).
+
+    >>> import tapegrad as tg
+    >>> is_transform_argument(tg.Tensor(1.0, requires_grad=True))
+    False
+    """
+    return _ARGUMENTS.get(id(t)) is t
+
+
 def concrete(array, what: str) -> None:
     """Python is about to read the values of ``array`` (``bool(t)``, ``t.item()``, ``t.data``...): while a
     function is traced, the tracer refuses it for a traced value, whose data differs from call to call."""

@@ -95,8 +95,9 @@ class Tape(BaseTape):
     def add_replay_observer(self, make) -> None:
         """Observe every later replay of this tape: ``make(tape)`` is called as a replay starts, for an object
         the replay calls per entry, ``observer(index, rec, node, g, grads)``, which returns the op ``rec[OP]``
-        unchanged, and ``done()`` at the end (the tape explorer's capture). It runs before tracing and anomaly
-        checks, which may still wrap the rules.
+        unchanged, and ``done()`` at the end (the tape explorer's capture), or None for a replay it does not
+        observe (a tool that observes one replay only). It runs before tracing and anomaly checks, which may still
+        wrap the rules.
 
         >>> import tapegrad as tg
         >>> class Seen:
@@ -117,7 +118,7 @@ class Tape(BaseTape):
     def observer(self, trace):
         # Checked once per replay: a plain replay never pays for them.
         anomaly = anomaly_enabled(self)
-        observers = [make(self) for make in self._replay_observers]
+        observers = [o for o in (make(self) for make in self._replay_observers) if o is not None]
         if checking_saved(self):
             observers.append(ChecksumObserver(self))
         profiling = profile_observer(self)

@@ -28,7 +28,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
-from ._state import is_recording
+from ._state import is_recording, is_traced, is_transform_argument
 from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
 from .ops.indexing import At
@@ -334,6 +334,8 @@ AUGMENTED = {
 
 
 def _recorded(v) -> bool:
+    if v.__class__ in (list, tuple):  # NumPy would read one holding a recorded tensor as a constant: the op refuses it
+        return any(_recorded(o) for o in v)
     return isinstance(v, Tensor) and (v._node is not None or v.requires_grad)
 
 
@@ -341,8 +343,10 @@ def _augmented(name: str, f, symbol: str):
     in_place = getattr(operator, name)
 
     def augmented(x, y):
-        if is_recording() and (x._node is not None or x.requires_grad or _recorded(y)):
-            if x._node is None and x.requires_grad:
+        # A traced y written into an untraced x would fold the trace's values into the program as a constant:
+        # tg.compile's trace rebinds, as a recording does (and as jax.jit does)
+        if (is_recording() and (x._node is not None or x.requires_grad or _recorded(y))) or is_traced(y):
+            if x._node is None and x.requires_grad and not is_transform_argument(x):
                 raise RuntimeError(
                     f"in-place {symbol} on a leaf that requires a gradient (shape {x.shape}), inside record(): the "
                     f"name would move off the parameter to a new value. Write z = x {symbol[:-1]} y, or update "

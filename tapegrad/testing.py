@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._scope import argnums_of, check_argnums, parse_argnums
+from ._state import transform_argument
 from ._tensor import Tensor
 from .backend import to_numpy
 from .errors import GradcheckError
@@ -54,7 +55,8 @@ def _cotangent(v, is_complex):
 
 
 def _value(fn, arrays, asarray=None):
-    out = fn(*[Tensor(a if asarray is None else asarray(a)) for a in arrays])
+    # copies: an in-place update inside fn (x += 1 on a value not recorded) must not move the perturbed point
+    out = fn(*[Tensor(a.copy() if asarray is None else asarray(a.copy())) for a in arrays])
     out = np.asarray(to_numpy(out.numpy()) if isinstance(out, Tensor) else out)
     return np.array(out, dtype=np.complex128 if out.dtype.kind == "c" else np.float64)
 
@@ -79,7 +81,10 @@ def numerical_jacobian(fn, arrays, i, eps, asarray=None):
 def _reverse(fn, arrays, cotangent, asarray=None):
     """Derivatives of <cotangent, fn(x)> along every input's real coordinates, and the op names the tape
     recorded. ``cotangent`` is given on the output's real coordinates."""
-    xs = [Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True) for a in arrays]
+    xs = [
+        transform_argument(Tensor(a.copy() if asarray is None else asarray(a.copy()), requires_grad=True))
+        for a in arrays
+    ]
     with record(persistent=True) as t:
         out = fn(*xs)
     if not isinstance(out, Tensor):
@@ -299,17 +304,24 @@ def _check(f, xs, modes, order, rng, tol):
         v = rng.standard_normal(out_shape)
         _check(lambda *a: _flat(vjp(f, *a[:-1])[1](a[-1])), [*xs, v], modes, order - 1, rng, tol)
     if "fwd" in modes:  # the JVP, in x and in its tangents
-        us = [rng.standard_normal(x.shape) for x in xs]
+        us = [_direction(rng, x) for x in xs]
         n = len(xs)
         _check(lambda *a: _flat(jvp(f, a[:n], a[n:])[1]), [*xs, *us], modes, order - 1, rng, tol)
+
+
+def _direction(rng, x):
+    """A random tangent for ``x``: complex for a complex ``x``, so that forward mode is checked along both parts."""
+    u = rng.standard_normal(x.shape)
+    return u + 1j * rng.standard_normal(x.shape) if x.dtype.kind == "c" else u
 
 
 def _check_jvp(f, xs, rng, tol):
     """``J u`` from ``tg.jvp`` against ``(f(x + eps u) - f(x - eps u)) / 2 eps`` in a random direction ``u``."""
     eps, atol, rtol = tol["eps"], tol["atol"], tol["rtol"]
-    us = [rng.standard_normal(x.shape) for x in xs]
+    us = [_direction(rng, x) for x in xs]
     _, tangent = jvp(f, tuple(Tensor(x) for x in xs), tuple(us))
-    tangent = np.asarray(tangent._data if isinstance(tangent, Tensor) else tangent, dtype=np.float64)
+    tangent = np.asarray(tangent._data if isinstance(tangent, Tensor) else tangent)
+    tangent = tangent.astype(np.complex128 if tangent.dtype.kind == "c" else np.float64)  # an imaginary part kept
     hi = _value(f, [x + eps * u for x, u in zip(xs, us)])
     lo = _value(f, [x - eps * u for x, u in zip(xs, us)])
     numeric = (hi - lo) / (2 * eps)
@@ -318,6 +330,6 @@ def _check_jvp(f, xs, rng, tol):
         worst = np.unravel_index(int(np.argmax(np.where(bad, np.abs(tangent - numeric), -1.0))), bad.shape)
         raise GradcheckError(
             f"check_grads failed (forward mode, tg.jvp in a random direction) at output index "
-            f"{tuple(int(w) for w in worst)}: analytic {float(tangent[worst])!r} vs numeric "
-            f"{float(numeric[worst])!r} (atol={atol}, rtol={rtol})"
+            f"{tuple(int(w) for w in worst)}: analytic {tangent[worst].item()!r} vs numeric "
+            f"{numeric[worst].item()!r} (atol={atol}, rtol={rtol})"
         )

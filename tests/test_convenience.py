@@ -261,3 +261,31 @@ def test_the_functional_optimizers_follow_autograd_s_equations(name, kwargs):
 def test_a_functional_optimizer_refuses_a_gradient_of_the_wrong_size():
     with pytest.raises(ValueError, match=r"adam: grad\(x, i\) returned 3 numbers for an x of 2"):
         functional.adam(lambda x, i: np.ones(3), np.zeros(2), num_iters=1)
+
+
+@pytest.mark.parametrize("name", ["sgd", "rmsprop", "adam"])
+def test_a_functional_optimizer_pairs_a_hand_built_gradient_by_key_and_refuses_another_structure(name):
+    # flattened in its own insertion order, a dict gradient listing x's keys otherwise (as autograd, which sorts
+    # them, accepts) updated each parameter with another's gradient, in silence where the shapes matched
+    x0 = {"w": np.array([1.0, 2.0]), "b": np.array([-3.0, 0.5])}
+    optimize = getattr(functional, name)
+    by_hand = optimize(lambda x, i: {"b": 2 * x["b"], "w": 2 * (x["w"] - 1.0)}, x0, num_iters=5)
+    traced = optimize(tg.grad(lambda x, i: ((x["w"] - 1.0) ** 2).sum() + (x["b"] ** 2).sum()), x0, num_iters=5)
+    for k in x0:
+        np.testing.assert_allclose(by_hand[k], traced[k], rtol=1e-12)
+    assert list(by_hand) == ["w", "b"]
+    with pytest.raises(ValueError, match=rf"{name}: grad\(x, i\) returned a list of another structure than x's dict"):
+        optimize(lambda x, i: [x["w"], x["b"]], x0, num_iters=1)
+    pair = optimize(lambda x, i: [x[0], x[1]], (np.ones(2), np.ones(1)), num_iters=1)  # a list for a tuple: autograd's
+    assert isinstance(pair, tuple) and pair[0].shape == (2,)
+
+
+def test_check_grads_on_complex_inputs_keeps_the_imaginary_part_and_moves_along_it():
+    # the tangent was cast to float64 (its imaginary part dropped) and the direction was real: a right
+    # function failed at order 2, and a rule wrong in the imaginary direction passed forward mode
+    z = np.array([0.3 - 0.7j, 1.2 + 1.2j, -0.7 + 0.3j])
+    assert check_grads(lambda z: tg.abs(z) ** 2, modes=["fwd", "rev"], order=2)(z)
+    op = tg.custom_op(save="x", register=False, name="wrong_square")(lambda x: x * x)
+    op.defvjp(lambda xp, g, ans, x: g * (2 * x).real)  # the imaginary part of the derivative lost
+    with pytest.raises(tg.GradcheckError, match=r"forward mode.*analytic \("):
+        check_grads(op, modes=["fwd"], order=1)(z)

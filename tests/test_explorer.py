@@ -293,3 +293,34 @@ def test_an_op_with_several_outputs_shows_each_value_and_each_adjoint():
     assert last["entry"] == 0 and last["adjoint"] is None
     np.testing.assert_allclose(_values(last["adjoints"][0]), 2 * w, rtol=1e-12)  # d(w.w)/dw
     np.testing.assert_allclose(np.array(ex.grads["a"]).reshape(2, 2), tg.grad(_eigh_loss)(a), rtol=1e-12)
+
+
+def test_a_persistent_tape_explored_replays_again_unobserved():
+    # the explorer's observer stayed on the tape after its replay: the next backward() called it with its tape
+    # gone, and failed with an AttributeError
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tg.record(persistent=True) as t:
+        y = x * x * x
+    first = tg.explore(t, y)
+    steps = len(first.data["steps"])
+    second = tg.explore(t, y)
+    assert first.grads == second.grads == {"in0": 12.0} and len(second.data["steps"]) == steps
+    y.backward()
+    assert x.grad == 12.0 and len(first.data["steps"]) == len(second.data["steps"]) == steps
+    t.release()
+
+
+def test_a_consumed_tape_or_a_loss_it_did_not_compute_is_refused_by_name():
+    # a tape backward() had freed showed as an empty page with no adjoints, in silence
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tg.record() as t:
+        y = x * x
+    y.backward()
+    with pytest.raises(ValueError, match=r"tg\.explore\(tape\): the tape is replayed .*persistent=True"):
+        tg.explore(t, y)
+    with tg.record() as t:
+        y = x * x
+    for loss, what in [(x, "a tensor it did not compute"), (3.0, "float")]:
+        with pytest.raises(TypeError, match=rf"tg\.explore\(tape, loss\): loss must be a tensor .*{what}"):
+            tg.explore(t, loss)
+    assert tg.explore(t, y).grads == {"in0": 4.0}

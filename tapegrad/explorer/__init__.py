@@ -246,6 +246,17 @@ def _record_and_replay(f, targs, tkwargs, title):
 
 
 def _explore_tape(t, loss):
+    if t.state in ("replayed", "released", "failed"):  # its entries are gone: the page would show an empty tape
+        raise ValueError(
+            f"tg.explore(tape): the tape is {t.state} (backward() or release() freed its entries); explore it "
+            "before backward(), record it with tg.record(persistent=True), or explore the function: "
+            "tg.explore(f, *args)"
+        )
+    if loss is not None and (not isinstance(loss, Tensor) or loss._node is None):
+        raise TypeError(
+            f"tg.explore(tape, loss): loss must be a tensor the tape computed, got "
+            f"{'a tensor it did not compute (a leaf or a constant)' if isinstance(loss, Tensor) else type(loss).__name__}"
+        )
     rows, leaves = table(t, _captured(t))
     title = "a tape" + (f" recorded at {os.path.basename(t.site[0])}:{t.site[1]}" if t.site else "")
     if loss is None:
@@ -263,10 +274,14 @@ def _explore_tape(t, loss):
 
 def _replay(t, out, rows, leaves, title):
     capture = ReplayCapture(t, measure=len(rows) <= MEASURE_UP_TO)
-    t.add_replay_observer(lambda tape: capture)
+    once = [capture]  # this replay only: a persistent tape's later backward() is not observed (nor kept)
+    t.add_replay_observer(lambda tape: once.pop() if once else None)
     needed = {name: leaf for name, leaf in leaves.items() if leaf.requires_grad}
-    grads = t.gradient(out, list(needed.values())) if rows else [None] * len(needed)
-    capture.done()
+    try:
+        grads = t.gradient(out, list(needed.values())) if rows else [None] * len(needed)
+    finally:
+        once.clear()
+        capture.done()
     adjoints = {name: (summary(g) if g is not None else None) for name, g in zip(needed, grads)}
     return _data(rows, leaves, title, summary(out._data), capture.steps, adjoints)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._tree import tree_flatten
 from ..convenience import flatten
 
 __all__ = ["sgd", "rmsprop", "adam"]
@@ -36,8 +37,16 @@ def _on_trees(optimize):
         x, unflatten = flatten(x0)
         x = np.array(x, dtype=np.result_type(x, np.float64))
 
+        spec = tree_flatten(x0, optimize.__name__)[1]
+
         def flat_grad(v, i):
-            g, _ = flatten(grad(unflatten(v), i))
+            tree = _aligned(grad(unflatten(v), i), x0)
+            if tree_flatten(tree, optimize.__name__)[1] != spec:  # numbers in the right count, paired wrongly
+                raise ValueError(
+                    f"{optimize.__name__}: grad(x, i) returned a {type(tree).__name__} of another structure than "
+                    f"x's {type(x0).__name__}: it must return a gradient with x's structure (keys) and shapes"
+                )
+            g, _ = flatten(tree)
             g = np.asarray(g, dtype=x.dtype)
             if g.shape != x.shape:
                 raise ValueError(
@@ -50,6 +59,17 @@ def _on_trees(optimize):
         return unflatten(optimize(flat_grad, x, flat_callback, *args, **kwargs))
 
     return on_trees
+
+
+def _aligned(g, x):
+    """``g`` with its dicts' keys in ``x``'s order (a gradient built by hand may list the same keys otherwise,
+    which flattening would pair with the wrong parameters), and its lists and tuples as ``x``'s."""
+    if isinstance(x, dict) and isinstance(g, dict) and g.keys() == x.keys():
+        return {k: _aligned(g[k], x[k]) for k in x}
+    if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) == len(x):
+        items = [_aligned(gi, xi) for gi, xi in zip(g, x)]
+        return x._make(items) if hasattr(x, "_make") else type(x)(items)
+    return g
 
 
 @_on_trees
