@@ -38,10 +38,11 @@ from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend.numpy_rules import numpy_rules
-from .core import BaseTape, keep_pending, stop_recording
+from .core import BaseTape, stop_recording
 from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
+from .ops import concatenate, reshape
 from .ops._batching import full, rank, shift_axes, sizes
 from .registry import Op, defop
 
@@ -53,17 +54,21 @@ RULES: dict[Op, object] = {}  # each op's batching rule (declared or derived), k
 class Level:
     """One vmap level: the key of its batch axis on the batched tensors."""
 
-    __slots__ = ("size", "loop", "outer", "__weakref__")
+    __slots__ = ("size", "loop", "outer", "sealed", "own", "__weakref__")
 
-    def __init__(self, size, loop):
+    def __init__(self, size, loop, sealed=None):
         self.size = size
         self.loop = loop
         self.outer = ACTIVE.get()  # the tapes recording when it opened: they cannot differentiate through it
+        # a level vmap's op runs (a call on a tape or traced): the tapes recording outside it, which no tensor
+        # from f's closure may carry into it; own: the leaves its VJP makes, which may
+        self.sealed = sealed
+        self.own: set = set()
 
 
 @contextlib.contextmanager
-def _level(size, loop):
-    lv = Level(size, loop)
+def _level(size, loop, sealed=None):
+    lv = Level(size, loop, sealed)
     token = BATCH.set(BATCH.get() + (lv,))
     TRACING.add(1)
     try:
@@ -185,9 +190,29 @@ def _refuse_outer(op, args, levels):
             )
 
 
+def _refuse_closure(op, args, levels):
+    own = set().union(*(lv.own for lv in levels)) if levels else set()
+    for lv in levels:
+        if not lv.sealed:
+            continue
+        tapes = {id(t) for t in lv.sealed}
+        for a in args:
+            if not isinstance(a, Tensor) or a.__class__ is Batched:
+                continue
+            node = a._node
+            if (node is not None and id(node.tape()) in tapes) or (
+                node is None and a.requires_grad and id(a) not in own
+            ):
+                raise NotImplementedError(
+                    f"vmap: {op.name}: f uses a tensor from its closure that a tape opened outside vmap records; "
+                    "reverse mode through vmap differentiates f's arguments only: pass that tensor to the "
+                    "vmapped function as an argument (in_axes=None for one shared by every example)"
+                )
+
+
 def _step(op, args, params):
     """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
-    _refuse_tapes(op, args)
+    _refuse_closure(op, args, BATCH.get())
     present = set()
     for a in args:
         if a.__class__ is Batched:
@@ -238,8 +263,8 @@ set_batching_rules(_step)
 def _batch_leaf(leaf, axis, lv, what):
     if isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or has_tangent(leaf)):
         raise NotImplementedError(
-            f"{what}: an argument a tape records or forward mode differentiates (grad or jvp of vmap): "
-            "write the transform inside vmap instead (vmap(jvp(f)), vmap(jacfwd(f)))"
+            f"{what}: forward mode of a vmapped function (an argument with a tangent: jvp, jacfwd or linearize of "
+            "vmap) is not supported yet: write the transform inside vmap instead (vmap(jvp(f)), vmap(jacfwd(f)))"
         )
     if leaf.__class__ is Batched:
         d, levels = leaf._data, leaf._levels
@@ -256,6 +281,12 @@ def _batch_leaf(leaf, axis, lv, what):
 
 
 def _unbatch(o, lv, size, out_axes):
+    if isinstance(o, Tensor) and has_tangent(o):  # a level opened outside this vmap: its tangent would be dropped
+        raise NotImplementedError(
+            "vmap: forward mode of a vmapped function (jvp, jacfwd, linearize or hessian of vmap, or a tensor "
+            "with a tangent in f's closure) is not supported yet: write the transform inside vmap instead "
+            "(vmap(jvp(f)), vmap(jacfwd(f)))"
+        )
     if o.__class__ is Batched and lv in o._levels:
         levels = o._levels
         j = levels.index(lv)
@@ -301,18 +332,21 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
         axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
-        if ACTIVE.get() and TRACER.get() is None:
+        if TRACER.get() is not None or ACTIVE.get():
             leaves, spec = tree_flatten(tuple(args), "vmap: the arguments")
-            if any(_recorded(leaf) for leaf in leaves):
+            if TRACER.get() is not None or any(_recorded(leaf) for leaf in leaves):
                 return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
+            outer, keep = ACTIVE.get(), keeps_tensors()
+            with stop_recording():  # nothing to differentiate: the tapes outside keep nothing of the batch
+                return _plain(f, args, axes, out_axes, loop, outer, keep)
         return _plain(f, args, axes, out_axes, loop)
 
     return vmapped
 
 
-def _plain(f, args, axes, out_axes, loop):
+def _plain(f, args, axes, out_axes, loop, sealed=None, keep=None):
     """vmap's run: every argument batched (or shared), ``f`` run once on the batch, the outputs unbatched."""
-    with _level(None, loop) as lv:
+    with _level(None, loop, sealed) as lv:
         size = None
         new = []
         for i, (a, ax) in enumerate(zip(args, axes)):
@@ -337,14 +371,15 @@ def _plain(f, args, axes, out_axes, loop):
         out = f(*new)
         leaves, spec = tree_flatten(out, "vmap: the output of f")
         res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
-    return finish(res, keeps_tensors())
+    return finish(res, keeps_tensors() if keep is None else keep)
 
 
-# -- reverse mode through vmap -------------------------------------------------------------------------------
-# A vmapped call whose arguments a recording tape differentiates is one entry of that tape: its forward is vmap's
-# run on the arguments' values, its rule vmap of one example's VJP (the cotangent batched like the output), so
-# the gradient is the loop's, and the entry keeps its inputs only. Shared arguments (in_axes=None) get the sum of
-# the examples' gradients.
+# -- vmap on a tape, or traced by tg.compile -----------------------------------------------------------------
+# A vmapped call whose arguments a recording tape differentiates, or that tg.compile traces, is one op: its
+# forward is vmap's run on the arguments' values (so a compiled program runs it as one step), its rule the same
+# op of one example's VJP (the cotangent batched like the output), so the gradient is the loop's and can itself
+# be differentiated (second order, a gradient traced by tg.compile). Shared arguments (in_axes=None) get the
+# sum of the examples' gradients. The entry keeps its inputs only.
 def _recorded(leaf) -> bool:
     return isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or id(leaf) in WATCHED.get())
 
@@ -356,8 +391,9 @@ def _leaf_axes(args, axes):
     return tuple(out)
 
 
-def _example_vjp(f, spec, needs):
-    """One example's VJP of ``f``: ``(*leaves, g) -> the gradients of the leaves that need one``."""
+def _example_vjp(fn, needs):
+    """One example's VJP of ``fn``: ``(*leaves, g)`` -> the gradients of the leaves that need one, raveled and
+    concatenated (one output, so that the VJP is an op like any other)."""
 
     def vjp_one(*vals):
         *leaves, g = vals
@@ -365,56 +401,77 @@ def _example_vjp(f, spec, needs):
             ins = []
             for leaf, k in zip(leaves, needs):
                 if k == 2:
-                    leaf = functional_input(leaf) if leaf.__class__ is Batched else Tensor(leaf)
+                    leaf = functional_input(leaf) if isinstance(leaf, Tensor) else Tensor(leaf)
                     if leaf._node is None:
                         leaf.requires_grad = True
+                        BATCH.get()[-1].own.add(id(leaf))
                 ins.append(leaf)
-            out = f(*tree_unflatten(spec, ins))
+            out = fn(*ins)
         sources = [x for x, k in zip(ins, needs) if k == 2]
-        return tuple(t.gradient(out, sources, output_gradients=g, unconnected="zero"))
+        grads = t.gradient(out, sources, output_gradients=g, unconnected="zero")
+        return concatenate([reshape(gi, (gi.size,)) for gi in grads])  # sizes, not -1: empty examples
 
     return vjp_one
 
 
-def _vmap_forward(*datas, f, spec, axes, out_axes, loop, needs, box):
-    return box.pop()  # computed before the entry was made (so that f's errors come first); never kept
-
-
-def _vmap_rule(xp, g, ans, *vals, f, spec, axes, out_axes, loop, needs, box):
-    if xp is not numpy_rules:
+def _vmap_forward(*datas, fn, axes, out_axes, loop):
+    outer = ACTIVE.get()
+    token = TRACER.set(None)  # traced, the call is one step of the program: it runs vmap on arrays
+    try:
+        with stop_recording():  # the tapes outside record this op alone
+            out = _plain(fn, list(datas), axes, out_axes, loop, outer)
+    finally:
+        TRACER.reset(token)
+    if not isinstance(out, (Tensor, np.ndarray)):
         raise NotImplementedError(
-            "vmap: a second derivative through a vmapped function (create_graph, hessian or hvp of vmap) is "
-            "not supported yet: write vmap(hessian(f)) or vmap(hvp(...)) per example instead"
+            f"vmap: a vmapped function with several outputs (a {type(out).__name__}) under a tape that "
+            "differentiates it or traced by tg.compile is not supported yet: return one array from f, or stack "
+            "the outputs"
         )
-    gdata = g._data if isinstance(g, Tensor) else np.asarray(g)
-    with keep_pending(), stop_recording():
-        grads = _plain(_example_vjp(f, spec, needs), [*vals, gdata], (*axes, out_axes), 0, loop)
-    grads = iter(grads)
-    out = []
+    return out._data if isinstance(out, Tensor) else out
+
+
+def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop):
+    if xp is not numpy_rules and any(v.__class__ is Batched for v in (g, *vals)):
+        raise NotImplementedError(
+            "vmap: a gradient through a vmapped function, itself differentiated inside another vmap (a jacobian "
+            "by vmap of a gradient of vmap), is not supported yet: use tg.jacobian(..., mode='rev') or "
+            "tg.hessian, which take one row at a time here, or write the transform inside vmap (vmap(hessian(f)))"
+        )
+    needs = tuple(2 if _inexact(v) else 1 for v in vals)
+    flat = _call(_example_vjp(fn, needs), [*vals, g], (*axes, out_axes), 0, loop)
+    out, off = [], 0
     for v, ax, k in zip(vals, axes, needs):
         if k != 2:
             out.append(None)
             continue
-        gi = next(grads)
-        gi = gi._data if isinstance(gi, Tensor) else np.asarray(gi)
-        out.append(np.sum(gi, axis=0) if ax is None else np.moveaxis(gi, 0, int(ax) % max(np.ndim(v), 1)))
+        shape = tuple(np.shape(v))
+        ex = shape if ax is None else shape[: int(ax) % len(shape)] + shape[int(ax) % len(shape) + 1 :]
+        size = int(np.prod(ex, dtype=np.int64))
+        piece = xp.reshape(xp.getitem(flat, (slice(None), slice(off, off + size))), np.shape(flat)[:1] + ex)
+        off += size
+        if ax is None:
+            gi = xp.sum(piece, axis=0)
+        else:
+            j = int(ax) % len(shape)
+            order = list(range(1, len(shape)))
+            order.insert(j, 0)
+            gi = xp.transpose(piece, tuple(order))
+        out.append(gi)
     return out
+
+
+def _inexact(v) -> bool:
+    # every floating input gets its gradient (the replay drops those nobody asked for)
+    return np.issubdtype(np.result_type(v._data if isinstance(v, Tensor) else v), np.inexact)
 
 
 _vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False)
 
 
+def _call(fn, leaves, axes, out_axes, loop):
+    return _vmap_op(list(leaves), fn=fn, axes=tuple(axes), out_axes=out_axes, loop=loop)
+
+
 def _through_tape(f, spec, leaves, axes, out_axes, loop):
-    datas = [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves]
-    out = _plain(lambda *ls: f(*tree_unflatten(spec, ls)), datas, axes, out_axes, loop)
-    if not isinstance(out, (Tensor, np.ndarray)):
-        raise NotImplementedError(
-            "vmap: reverse mode through a vmapped function with several outputs (a "
-            f"{type(out).__name__}) is not supported yet: return one array from f, or stack the outputs"
-        )
-    watched = WATCHED.get()
-    needs = tuple(
-        (2 if _recorded(leaf) or id(leaf) in watched else 1) if isinstance(leaf, Tensor) else 0 for leaf in leaves
-    )
-    box = [out._data if isinstance(out, Tensor) else out]
-    return _vmap_op(list(leaves), f=f, spec=spec, axes=axes, out_axes=out_axes, loop=loop, needs=needs, box=box)
+    return _call(lambda *ls: f(*tree_unflatten(spec, ls)), leaves, axes, out_axes, loop)

@@ -216,6 +216,18 @@ def test_grad_of_vmap_equals_the_loop_and_finite_differences():
     assert BATCH.get() == () and TRACING.n == 0
 
 
+def test_second_order_through_vmap_equals_the_loops():
+    w_loss = lambda w: _batch_loss(w, X[:3], Y[:3])  # noqa: E731
+    loop = lambda w: sum(_loss(w, X[i], Y[i]) for i in range(3))  # noqa: E731
+    v = RNG.standard_normal(W.shape)
+    rr = [tg.grad(lambda w, F=F: (tg.grad(F)(w) * v).sum())(W) for F in (w_loss, loop)]  # shared argument
+    np.testing.assert_allclose(rr[0], rr[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.hessian(w_loss)(W), tg.hessian(loop)(W), rtol=1e-10, atol=1e-12)
+    x_loss = lambda x: tg.vmap(lambda a: (tg.sin(a) ** 3).sum())(x).sum()  # noqa: E731
+    u = RNG.standard_normal(X.shape)
+    assert tg.gradcheck(lambda x: (tg.grad(x_loss)(x) * u).sum(), X)  # batched argument, second order
+
+
 def test_backward_through_vmap_inside_record_frees_the_tape():
     w = tg.Tensor(W, requires_grad=True)
     x = tg.Tensor(X)
@@ -237,13 +249,27 @@ def test_what_reverse_mode_through_vmap_cannot_do_is_refused_naming_it():
     with pytest.raises(NotImplementedError, match="matmul: f uses a tensor from its closure"):
         with tg.record():
             tg.vmap(lambda x: x @ wt)(X)
-    with pytest.raises(NotImplementedError, match="second derivative through a vmapped function"):
-        tg.hessian(lambda x: tg.vmap(lambda v: (tg.sin(v) ** 2).sum())(x).sum())(X[:2])
+    with pytest.raises(NotImplementedError, match="forward mode of a vmapped function"):
+        tg.jvp(lambda w: tg.vmap(_loss, in_axes=(None, 0, 0))(w, X, Y), (W,), (W,))
+    with pytest.raises(NotImplementedError, match="vmap: forward mode of a vmapped function"):
+        tg.jvp(lambda x: tg.vmap(lambda v: tg.sin(v))(x), (X,), (X,))
     with pytest.raises(NotImplementedError, match="with several outputs"):
         tg.grad(lambda x: tg.vmap(lambda v: (v, v))(x)[0].sum())(X)
     assert BATCH.get() == () and TRACING.n == 0
     # after an error the user goes on
     np.testing.assert_allclose(tg.grad(_batch_loss)(W, X, Y), tg.grad(_batch_loss)(W, X, Y), rtol=1e-12)
+
+
+def test_compile_of_vmap_and_of_its_gradients_equals_eager():
+    f = tg.vmap(lambda x: tg.tanh(x @ W))
+    per_example = tg.vmap(tg.grad(_loss), in_axes=(None, 0, 0))
+    through = tg.grad(_batch_loss)
+    for fn, args in ((f, (X,)), (per_example, (W, X, Y)), (through, (W, X, Y))):
+        c = tg.compile(fn)
+        for scale in (1.0, 0.5):  # the second call runs the program alone
+            a = [np.asarray(x) * scale for x in args]
+            np.testing.assert_allclose(c(*a), fn(*a), rtol=1e-12, atol=1e-14)
+    assert BATCH.get() == () and TRACING.n == 0
 
 
 def test_bad_batches_are_refused_and_values_are_not_readable():
