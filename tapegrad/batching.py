@@ -19,9 +19,11 @@ which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape ope
 batched entries (``vmap(grad(f))``).
 
 Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward()`` of a vmapped call inside
-``record()``): a call whose arguments a recording tape differentiates is one entry of that tape, whose rule is
-vmap of one example's VJP, so its gradient is the loop's. A tensor of ``f``'s closure that such a tape records,
-a second derivative through the call, and several outputs are refused naming what to do, never computed wrongly.
+``record()``) and ``tg.compile`` of a vmapped function: the call is one op (``_vmap_op``), whose forward is vmap's
+run on the arguments' values and whose rule is the same op of one example's VJP, so its gradient is the loop's
+and can be differentiated again, and a compiled program runs it as one step. Refused naming what to do, never
+computed wrongly: a tensor of ``f``'s closure that a tape outside records, forward mode of a vmapped function
+(a tangent from outside), and several outputs of such a call.
 """
 
 from __future__ import annotations
