@@ -20,6 +20,7 @@ Usage::
     python -m benchmarks.speed --pin              # the documented table (one core, CPU-time clock), ~4 minutes
     python -m benchmarks.speed --pin --update-docs   # the same, written into docs/benchmarks/speed.md
     python -m benchmarks.speed --profile chain    # cProfile of tapegrad alone on one workload
+    python -m benchmarks.speed --fused            # the compiler's targets: fused kernels beside JAX's jit
 
 It prints its report (Markdown) and writes nothing unless asked: ``--json PATH`` for every sample,
 ``--update-docs`` for the table between the markers of docs/benchmarks/speed.md.
@@ -35,7 +36,7 @@ if __name__ == "__main__" and not __package__:  # run as a script: make the `ben
 
 from benchmarks import hygiene  # noqa: E402
 
-if __name__ == "__main__" and "--pin" in sys.argv[1:]:
+if __name__ == "__main__" and ("--pin" in sys.argv[1:] or "--fused" in sys.argv[1:]):
     hygiene.cap_blas_threads_by_env()  # before NumPy's first import, or BLAS has already started its threads
 
 import gc  # noqa: E402
@@ -227,6 +228,9 @@ def build_parser():
     )
     parser.add_argument("--json", metavar="PATH", help="also write every sample to PATH")
     parser.add_argument("--profile", choices=WORKLOADS, help="profile tapegrad on one workload instead")
+    parser.add_argument(
+        "--fused", action="store_true", help="the compiler's targets instead: fused kernels beside JAX's jit"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument(
         "--update-docs",
@@ -239,6 +243,10 @@ def build_parser():
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.fused:
+        from benchmarks.speed_fused import main as fused  # noqa: PLC0415  (JAX and numba only for this table)
+
+        return fused()
     if args.update_docs and (args.pin is None or args.quick or args.rounds or args.engines or len(args.only) < 4):
         parser.error(
             "--update-docs publishes the full pinned run: pass --pin, without --quick, --rounds, --engines, --only"

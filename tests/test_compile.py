@@ -65,7 +65,7 @@ def test_random_programs_compiled_equal_eager(program):
         return (out * np.linspace(0.5, 1.5, out.size).reshape(out.shape)).sum()
 
     vg = tg.value_and_grad(loss, argnums=tuple(range(n)))
-    step = tg.compile(vg, check=False)
+    step = tg.compile(vg, check=False, fuse=False)  # NumPy's calls, to the bit (fused kernels: test_fusion.py)
     assert_same(step(*program.inputs), vg(*program.inputs))
     others = [np.cos(a) + 0.1 * a for a in program.inputs]  # new values, same signature: the program runs
     assert_same(step(*others), vg(*others))
@@ -450,7 +450,7 @@ def test_compiled_on_every_backend(backend):
 
     w = backend.asarray(np.array([0.5, -1.0, 2.0]))
     x = backend.asarray(np.array([[1.0, 2.0, 3.0], [0.5, 0.1, -0.2]]))
-    step = tg.compile(tg.value_and_grad(loss))
+    step = tg.compile(tg.value_and_grad(loss), fuse=False)  # NumPy's calls: eager's, to the bit (fused: test_fusion)
     for scale in (1.0, 0.5, -2.0):
         value, grad = step(w * scale, x)
         ev, eg = eager(w * scale, x)
@@ -458,3 +458,18 @@ def test_compiled_on_every_backend(backend):
         np.testing.assert_array_equal(backend.to_numpy(grad), backend.to_numpy(eg))
         np.testing.assert_array_equal(backend.to_numpy(value), backend.to_numpy(ev))
     assert step.trace_count == 1
+
+
+def test_a_scatter_added_to_itself_is_not_accumulated_into_itself():
+    """Found by the fused random programs: ``s + s`` of one slice's gradient (two reads of one value by one
+    step, which counts as one use) was rewritten into ``s[index] += g`` with ``s`` itself dropped."""
+
+    def f(x):
+        y, z = x + x, x + x  # one value after common subexpressions
+        return ((tg.tanh(tg.squeeze(z[..., ::-1])) + y) * 1.5).sum()
+
+    vg = tg.value_and_grad(f)
+    step = tg.compile(vg, check=False, fuse=False)
+    x = np.zeros((1, 1, 1))
+    for _ in range(2):
+        assert_same(step(x), vg(x))

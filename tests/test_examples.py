@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.compile import fuse
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -307,7 +308,14 @@ def test_char_lm_compiled_trains_exactly_as_eager(arch):
     args += ["12", "--batch-size", "8", "--sample-length", "10", "--no-plot", "--quiet"]
     lm = _load("char_lm")
     eager, compiled = lm.main(args), lm.main(args + ["--compile"])
-    assert compiled["history"] == eager["history"] and compiled["after"] == eager["after"]
+    assert compiled["after"] == eager["after"]
+    if not fuse.available():  # NumPy's calls, eager's to the bit
+        assert compiled["history"] == eager["history"]
+        return
+    # fused kernels (the jit extra): numba's tanh, exp and log are within a few ulps of NumPy's (test_fusion.py)
+    assert compiled["history"].keys() == eager["history"].keys()
+    for key, values in eager["history"].items():
+        np.testing.assert_allclose(compiled["history"][key], values, rtol=1e-9, err_msg=key)
 
 
 # -- DP-SGD: per-example gradients from vmap ---------------------------------------------------------------

@@ -34,8 +34,11 @@ Contract
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import inspect
+import os
 import threading
 import time
 from collections import OrderedDict, namedtuple
@@ -52,6 +55,8 @@ from ..core import keep_pending
 from ..errors import TracingError
 from ..tape import record
 from .codegen import Program, generate
+from .fuse import available as fusion_available
+from .fuse import find_runs
 from .graph import Const, Value
 from .passes import (
     accumulate_scatters,
@@ -71,7 +76,7 @@ CacheInfo = namedtuple("CacheInfo", "hits misses maxsize currsize")
 BUFFERS = {"arena": None, "fresh": 0, "auto": 64 * 1024}  # the largest value a planned buffer holds (None: any)
 
 
-def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto"):  # noqa: A001
+def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True, buffers: str = "auto", fuse=None):  # noqa: A001
     """Compile ``fn`` into a program per signature (see the module docstring); usable as a decorator.
 
     ``buffers`` says where the values a program computes live. ``"arena"``: in planned buffers the program
@@ -79,6 +84,11 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     each call allocates them and frees each one after its last read, keeping nothing between calls.
     ``"auto"`` (the default): values under 64 KiB in the arena, where allocating would cost as much as the op,
     larger ones fresh, so that a program returning large results (gradients) holds no arena beside them.
+
+    ``fuse``: runs of elementwise steps become one generated loop each (:mod:`tapegrad.compile.fuse`, numba:
+    ``pip install tapegrad[jit]``). ``None`` (the default): where numba is installed (and the environment does
+    not set ``TAPEGRAD_FUSE=0``); ``False``: never (one NumPy call per op); ``True``: always, an
+    ``ImportError`` without numba.
 
     >>> import numpy as np, tapegrad as tg
     >>> step = tg.compile(tg.value_and_grad(lambda w, x: ((x @ w) ** 2).mean()))
@@ -91,7 +101,9 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     CacheInfo(hits=1, misses=1, maxsize=64, currsize=1)
     """
     if fn is None:
-        return functools.partial(compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers)
+        return functools.partial(
+            compile, donate_argnums=donate_argnums, maxsize=maxsize, check=check, buffers=buffers, fuse=fuse
+        )
     if buffers not in BUFFERS:
         raise ValueError(f"tg.compile: buffers must be one of {sorted(BUFFERS)}, got {buffers!r}")
     if not callable(fn):
@@ -99,7 +111,14 @@ def compile(fn=None, *, donate_argnums=(), maxsize: int = 64, check: bool = True
     donate_argnums, _ = parse_argnums(donate_argnums, "tg.compile", "donate_argnums", empty=True)
     if maxsize < 1:
         raise ValueError(f"tg.compile: maxsize must be at least 1, got {maxsize}")
-    return Compiled(fn, donate_argnums, maxsize, check, BUFFERS[buffers])
+    if fuse not in (None, True, False):
+        raise ValueError(f"tg.compile: fuse must be None (where numba is installed), True or False, got {fuse!r}")
+    if fuse is True and not fusion_available():
+        raise ImportError(
+            "tg.compile(fuse=True): fused kernels need numba, which is not installed; pip install tapegrad[jit] "
+            "(or fuse=None: fused where numba is installed, NumPy's calls elsewhere)"
+        )
+    return Compiled(fn, donate_argnums, maxsize, check, BUFFERS[buffers], fuse)
 
 
 def _positional_count(fn):
@@ -133,8 +152,9 @@ class Compiled:
     """A compiled function: call it as ``fn``. ``cache_info()``, ``programs``, ``source`` and ``explain()``
     show what it compiled."""
 
-    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None):
+    def __init__(self, fn, donate_argnums, maxsize, check, arena_limit=None, fuse=None):
         self.fn = fn
+        self.fuse = _fuse_by_default() if fuse is None else fuse
         self.arena_limit = arena_limit
         self.donate_argnums = donate_argnums
         n = _positional_count(fn)  # where the signature says how many, an index beyond them is refused now
@@ -208,11 +228,12 @@ class Compiled:
         return tuple(flags)
 
     def _trace(self, key, spec, arrays, donated):
-        t0 = time.perf_counter()
-        graph, out_spec, first = trace(self.fn, arrays, spec)
-        t1 = time.perf_counter()
-        names = _leaf_names(self.fn, spec)
-        program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names)
+        with _gc_paused():
+            t0 = time.perf_counter()
+            graph, out_spec, first = trace(self.fn, arrays, spec)
+            t1 = time.perf_counter()
+            names = _leaf_names(self.fn, spec)
+            program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names, self.fuse)
         program.info.update(trace_s=t1 - t0, build_s=time.perf_counter() - t1)
         generators = [
             c.value
@@ -334,8 +355,27 @@ class Compiled:
         return STYLE + head + f'<pre class="tapegrad">{esc(self._last.program.source)}</pre>'
 
 
-def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -> Program:
-    """Optimise, schedule, plan and generate the program of ``graph``."""
+def _fuse_by_default() -> bool:
+    """``fuse=None``: fused where numba is installed, unless the environment says ``TAPEGRAD_FUSE=0``."""
+    return os.environ.get("TAPEGRAD_FUSE", "1") != "0" and fusion_available()
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cycle collector off while a program is traced and built: a trace makes objects by the hundred
+    thousand, all alive until it ends, and each full collection would walk them all again (half the time of
+    compiling a 30,000-op program, measured by ``benchmarks/compile_time.py``). It runs again after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def build(graph, donated=(), name="program", arena_limit=None, input_names=(), fuse=False) -> Program:
+    """Optimise, schedule, plan and generate the program of ``graph`` (with fused kernels if ``fuse``)."""
     traced = len(graph.steps)
     simplify(graph)
     common_subexpressions(graph)
@@ -345,10 +385,12 @@ def build(graph, donated=(), name="program", arena_limit=None, input_names=()) -
     schedule(graph, frees(kernels), donation_edges(graph, matched))
     fuse_updates(graph, matched)
     accumulate_scatters(graph)
-    p = plan(graph, arena_limit=arena_limit, donated=matched)
+    runs = find_runs(graph, {}) if fuse else []  # lowered anew: the rewrites after scheduling change steps
+    p = plan(graph, arena_limit=arena_limit, donated=matched, runs=runs)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
-    source, namespace = generate(graph, p, copies, input_names)
-    return Program(graph, p, source, namespace, {"name": name, "traced_ops": traced})
+    source, namespace = generate(graph, p, copies, input_names, runs)
+    info = {"name": name, "traced_ops": traced, "fused_runs": len(runs), "fused_ops": sum(len(r.steps) for r in runs)}
+    return Program(graph, p, source, namespace, info)
 
 
 def _leaf_names(fn, spec) -> list:

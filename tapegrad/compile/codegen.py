@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 from .._state import mark_modified
+from .fuse import load_kernel
 from .graph import Const, Value, source_line
 
 __all__ = ["Program", "generate"]
@@ -106,10 +107,70 @@ def _comment(step) -> str:
     return f"{op} -> {step.out.describe()}", source_line(line)
 
 
-def generate(graph, plan, outputs_copy, input_names=()):
+def _run_call(run, plan, src, names, value_names):
+    """A fused run (:mod:`.fuse`) as source: each output's array (the value it is written over, its planned
+    buffer, or a new one), then the kernel's call."""
+    lines = []
+    outs = []
+    for o in run.outputs:
+        target = plan.inplace.get(id(o.step))
+        buf = plan.buffer.get(id(o.step))
+        if target is not None:
+            where = value_names[id(target)]
+        elif buf is not None:
+            where = buf.name
+        else:  # a new array, in the layout the value had when traced (the next call's signature is the same)
+            shape = src(tuple(o.shape))
+            order = ", order='F'" if not o.c_contiguous and _f_contiguous(o) else ""
+            where = f"{names.name(np.empty, 'empty')}({shape}, {names.name(o.dtype, o.dtype.name)}{order})"
+        lines.append((f"{value_names[id(o)]} = {where}", None))
+        outs.append(value_names[id(o)])
+    fn = names.name(load_kernel(run.source), "fused")
+    run.name = fn
+    args = [src(a) + ("[()]" if len(_shape(a)) == 0 else "") for a in run.args]  # a 0-d value as a number
+    call = f"{fn}({', '.join(args + outs)})"
+    ops = ", ".join(n.name for n in run.steps)
+    what = f"fused {len(run.steps)} ops: {ops} -> {run.outputs[0].describe() if run.outputs else ''}"
+    first = run.steps[0]
+    lines.append((call, (what, source_line(first.line if first.grad_of is None else first.grad_of.line))))
+    return lines
+
+
+def _f_contiguous(v) -> bool:
+    if v.strides is None:
+        return False
+    step = v.dtype.itemsize
+    for n, s in zip(v.shape, v.strides):
+        if n != 1 and s != step:
+            return False
+        step *= n
+    return True
+
+
+def _shape(a):
+    return a.shape if isinstance(a, Value) else np.shape(a.value)
+
+
+def kernels_source(runs) -> str:
+    """The fused kernels' source, each once, under the name the program calls it by."""
+    seen, parts = set(), []
+    for r in runs:
+        if r.name in seen:
+            continue
+        seen.add(r.name)
+        body = r.source.replace("import numpy as np\n\n", "").replace("def kernel(", f"def {r.name}(", 1)
+        parts.append(body)
+    if not parts:
+        return ""
+    head = "\n# fused kernels (numba, cache=True), one loop over the elements each\n"
+    return head + "\n".join(parts)
+
+
+def generate(graph, plan, outputs_copy, input_names=(), runs=()):
     """The program's source and its globals. ``outputs_copy``: output positions that are constants, returned
     as copies (a caller may change what it gets; the program's constant must stay as it is); ``input_names``:
-    what each input is in the function's arguments (``params['W']``), for the source's first comments."""
+    what each input is in the function's arguments (``params['W']``), for the source's first comments;
+    ``runs``: the fused runs, each one kernel call."""
     names = _Names()
     value_names: dict = {}
     for v in graph.inputs:
@@ -119,7 +180,19 @@ def generate(graph, plan, outputs_copy, input_names=()):
     src = Source(names, value_names)
     lines = []
     comments = []
+    run_at = {id(r.steps[0]): r for r in runs}
+    in_run = {id(n) for r in runs for n in r.steps}
     for i, n in enumerate(graph.steps):
+        if id(n) in in_run:
+            r = run_at.get(id(n))
+            for code, note in _run_call(r, plan, src, names, value_names) if r is not None else ():
+                lines.append(code)
+                comments.append(note if note is not None else ("", ""))
+            dead = plan.free_after.get(i)
+            if dead:
+                lines.append("del " + ", ".join(value_names[id(v)] for v in dead))
+                comments.append(None)
+            continue
         k = plan.kernels[id(n)]
         target = plan.inplace.get(id(n))
         buf = plan.buffer.get(id(n))
@@ -164,9 +237,13 @@ def generate(graph, plan, outputs_copy, input_names=()):
             body += _wrap(code.split(" ", 1)[0], code.split(" ", 1)[1].split(", "), "")
         else:
             what, line = note
-            body.append(f"    {code.ljust(width)}  # {what}" + (f"  | {line}" if line else ""))
+            if not what:
+                body.append(f"    {code}")
+            else:
+                body.append(f"    {code.ljust(width)}  # {what}" + (f"  | {line}" if line else ""))
     tail = "    return (" + "".join(f"{r}, " for r in results) + ")"
     source = "\n".join(head + body + [tail]) + "\n"
+    names.globals["__kernels__"] = kernels_source(runs)
     return source, names.globals
 
 
@@ -204,7 +281,8 @@ class Program:
     def __init__(self, graph, plan, source, namespace, info):
         self.graph = graph
         self.plan = plan
-        self.source = source
+        # the program, then the fused kernels' loops it calls (compiled by numba, not run from this text)
+        self.source = source + namespace.pop("__kernels__", "")
         self.info = info
         code = compile(source, f"<tapegrad.compile {info.get('name', 'program')}>", "exec")
         exec(code, namespace)  # noqa: S102  (the source is generated above from the traced graph)

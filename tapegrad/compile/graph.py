@@ -15,7 +15,7 @@ import linecache
 
 import numpy as np
 
-__all__ = ["Value", "Const", "Step", "Node", "Graph", "walk", "substitute", "source_line"]
+__all__ = ["Value", "Const", "Step", "Graph", "walk", "substitute", "source_line"]
 
 
 class Value:
@@ -81,7 +81,7 @@ class Step:
     across another draw).
     """
 
-    __slots__ = ("op", "args", "params", "out", "line", "grad_of", "random", "order", "meta")
+    __slots__ = ("op", "args", "params", "out", "line", "grad_of", "random", "order", "meta", "_inputs")
 
     def __init__(self, op, args, params, out, line=None, grad_of=None, random=False):
         self.op = op
@@ -93,28 +93,28 @@ class Step:
         self.random = random
         self.order = 0  # position in the traced order
         self.meta = None  # what a rewrite says of the step, for the source's comment
+        self._inputs = None
 
     @property
     def name(self) -> str:
         return self.op.name
 
     def inputs(self):
-        """The values this step reads, arguments and parameters (an index array), each once, in order."""
+        """The values this step reads, arguments and parameters (an index array), each once, in order (kept
+        until a pass gives the step new arguments or parameters; the list is not to be changed)."""
+        cached = self._inputs
+        if cached is not None and cached[0] is self.args and cached[1] is self.params:
+            return cached[2]
         seen, out = set(), []
         for v in walk((self.args, self.params)):
             if id(v) not in seen:
                 seen.add(id(v))
                 out.append(v)
+        self._inputs = (self.args, self.params, out)
         return out
 
     def __repr__(self) -> str:
         return f"<step {self.name} -> v{self.out.index}>"
-
-
-def Node(op, name, fn, args, params, out, line=None, grad_of=None, random=False):  # noqa: N802
-    """A :class:`Step` as the tracer (:mod:`.trace`) still builds it: ``name`` and ``fn`` are the op's name and
-    its forward for the traced arrays, both known from the op itself (the step is lowered from it)."""
-    return Step(op, args, params, out, line, grad_of, random)
 
 
 def source_line(line) -> str:
@@ -151,15 +151,22 @@ def walk(obj):
 
 
 def substitute(obj, mapping):
-    """``obj`` with each value ``v`` replaced by ``mapping(v)`` (same nesting)."""
+    """``obj`` with each value ``v`` replaced by ``mapping(v)`` (same nesting); ``obj`` itself where nothing
+    changes (so that a step's :meth:`Step.inputs` stay known)."""
     if isinstance(obj, Value):
         return mapping(obj)
-    if isinstance(obj, tuple):
-        return tuple(substitute(x, mapping) for x in obj)
-    if isinstance(obj, list):
-        return [substitute(x, mapping) for x in obj]
+    if isinstance(obj, (tuple, list)):
+        new = [substitute(x, mapping) for x in obj]
+        if all(a is b for a, b in zip(new, obj)):
+            return obj
+        return tuple(new) if isinstance(obj, tuple) else new
     if isinstance(obj, dict):
-        return {k: substitute(x, mapping) for k, x in obj.items()}
+        if not obj:
+            return obj
+        new = {k: substitute(x, mapping) for k, x in obj.items()}
+        return obj if all(new[k] is x for k, x in obj.items()) else new
     if isinstance(obj, slice):
-        return slice(*(substitute(x, mapping) for x in (obj.start, obj.stop, obj.step)))
+        parts = (obj.start, obj.stop, obj.step)
+        new = tuple(substitute(x, mapping) for x in parts)
+        return obj if all(a is b for a, b in zip(new, parts)) else slice(*new)
     return obj

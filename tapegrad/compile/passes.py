@@ -96,8 +96,9 @@ def simplify(graph) -> None:
     producers = {id(n.out): n for n in graph.steps}
     add, subtract = ops.add.op, ops.subtract.op
     for n in graph.steps:
-        n.args = substitute(n.args, lambda v: alias.get(id(v), v))
-        n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+        if alias:
+            n.args = substitute(n.args, lambda v: alias.get(id(v), v))
+            n.params = substitute(n.params, lambda v: alias.get(id(v), v))
         out, args, op = n.out, n.args, n.op
         if n.random:
             continue
@@ -179,8 +180,9 @@ def common_subexpressions(graph) -> None:
     alias: dict = {}
     kept = []
     for n in graph.steps:
-        n.args = substitute(n.args, lambda v: alias.get(id(v), v))
-        n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+        if alias:
+            n.args = substitute(n.args, lambda v: alias.get(id(v), v))
+            n.params = substitute(n.params, lambda v: alias.get(id(v), v))
         if n.random:
             kept.append(n)
             continue
@@ -263,19 +265,25 @@ def _descendants(step, readers) -> set:
 
 def schedule(graph, frees, after=None) -> None:
     """Reorder ``graph.steps``: the traced order, but a ready step for which ``frees(step, remaining)`` is true
-    (it frees more memory than it takes, given how many reads each value has left) runs first, and so does
-    an elementwise step whose only reader it then makes ready and which frees memory (a chain such as
-    ``lr * g`` then ``p - that``). Dependencies, ``after`` (id(step) -> ids of steps it must follow) and the
-    order of draws are kept."""
+    (it frees more memory than it takes, given how many reads each value has left) runs first (the earliest
+    traced of them). Dependencies, ``after`` (id(step) -> ids of steps it must follow) and the order of draws
+    are kept.
+
+    In time n log n: the test reads only whether a step's inputs have one read left, which changes once per
+    value (its count only falls, and the step it then names is its last reader), so each step is tested when it
+    becomes ready and again when one of its inputs comes down to its last read; two heaps keep the ready steps
+    and those that free memory, in traced order."""
     steps = graph.steps
     if len(steps) < 3:
         return
     producer = {id(n.out): n for n in steps}
-    deps, readers = {}, {}
+    deps, readers, reads = {}, {}, {}
+    inputs = {}
     last_random = None
     after = after or {}
     for n in steps:
-        d = {id(producer[id(v)]) for v in n.inputs() if id(v) in producer} | after.get(id(n), set())
+        ins = inputs[id(n)] = n.inputs()
+        d = {id(producer[id(v)]) for v in ins if id(v) in producer} | after.get(id(n), set())
         if n.random:
             if last_random is not None:
                 d.add(id(last_random))
@@ -283,30 +291,47 @@ def schedule(graph, frees, after=None) -> None:
         deps[id(n)] = d
         for k in d:
             readers.setdefault(k, []).append(n)
+        for v in ins:
+            reads.setdefault(id(v), []).append(n)
     remaining = uses_of(steps, graph.outputs)
     waiting = {id(n): len(deps[id(n)]) for n in steps}
     ready = [(n.order, id(n), n) for n in steps if not waiting[id(n)]]
     heapq.heapify(ready)
+    freeing: list = []  # ready steps whose test is true (it stays true until they run)
+    tested_true: set = set()
+
+    def test(n):
+        if id(n) not in tested_true and frees(n, remaining):
+            tested_true.add(id(n))
+            heapq.heappush(freeing, (n.order, id(n), n))
+
+    for _, _, n in ready:
+        test(n)
     done, order = set(), []
-    while ready:
-        pick = None
-        for _, _, n in ready:  # the ready set stays small: a scan is cheaper than keeping a second heap
-            if frees(n, remaining):
-                pick = n
-                break
-        if pick is None:
-            pick = heapq.heappop(ready)[2]
+    while len(order) < len(steps):
+        while freeing and id(freeing[0][2]) in done:
+            heapq.heappop(freeing)
+        if freeing:
+            pick = heapq.heappop(freeing)[2]
         else:
-            ready = [r for r in ready if r[2] is not pick]
-            heapq.heapify(ready)
+            while ready and id(ready[0][2]) in done:
+                heapq.heappop(ready)
+            if not ready:
+                break
+            pick = heapq.heappop(ready)[2]
         order.append(pick)
         done.add(id(pick))
-        for v in pick.inputs():
-            remaining[id(v)] = remaining.get(id(v), 1) - 1
+        for v in inputs[id(pick)]:
+            left = remaining[id(v)] = remaining.get(id(v), 1) - 1
+            if left == 1:  # its last reader (if a step) may free memory now
+                for r in reads.get(id(v), ()):
+                    if id(r) not in done and not waiting[id(r)]:
+                        test(r)
         for r in readers.get(id(pick), ()):
             waiting[id(r)] -= 1
             if not waiting[id(r)]:
                 heapq.heappush(ready, (r.order, id(r), r))
+                test(r)
     assert len(order) == len(steps), "the graph has a cycle"
     graph.steps = order
 
@@ -370,7 +395,7 @@ def accumulate_scatters(graph) -> None:
             continue
         for k in (0, 1):
             s, x = n.args[k], n.args[1 - k]
-            scatter = s.step if isinstance(s, Value) else None
+            scatter = s.step if isinstance(s, Value) and s is not x else None  # not s + s: one read, two uses
             if scatter is None or scatter.op is not ops.scatter.op or uses.get(id(s)) != 1 or id(scatter) in drop:
                 continue
             index, g = scatter.params.get("index"), scatter.args[0] if scatter.args else None

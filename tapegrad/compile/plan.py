@@ -6,9 +6,10 @@ From the scheduled steps and each value's last read:
   that input (and every view of it) is read for the last time by this step and the program allocated it
   (never an argument or a constant, unless the argument was donated).
 - **Planned buffers.** Every other value a NumPy step computes into a new array (ufuncs, ``matmul``, sums),
-  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte array the program keeps between calls,
-  into which such values are written with ``out=``. Regions are assigned by liveness (greedy by size), so two
-  values share memory when their lifetimes do not overlap; the arena's size is the plan's peak.
+  that does not leave the program and is no larger than ``arena_limit``, gets a region of one arena: a byte
+  array the program keeps between calls, into which such values are written with ``out=``. Regions are
+  assigned by liveness (a sweep in program order, best fit), so two values share memory when their lifetimes
+  do not overlap; the arena's size is the plan's peak.
 - **Freed.** A value the program allocates any other way (an op without ``out=``, another library) is
   deleted right after its last read.
 
@@ -18,6 +19,9 @@ its members are dead.
 """
 
 from __future__ import annotations
+
+import bisect
+import heapq
 
 from .graph import Value
 from .kernels import lower
@@ -66,12 +70,16 @@ class Plan:
         self.arena_bytes = 0
         self.buffers: list = []  # arena buffers, in order of their names
         self.donated: dict = {}  # id(input value) -> the output value written over it
+        self.inside: set = set()  # ids of the values inside fused runs (no memory, no name in the source)
 
 
-def last_reads(steps, outputs) -> dict:
-    """id(value) -> position of its last read (``NEVER`` for an output)."""
+def last_reads(steps, outputs, at=None) -> dict:
+    """id(value) -> position of its last read (``NEVER`` for an output); ``at``: id(step) -> its position where
+    it is not its index (a fused run's steps share one)."""
     last: dict = {}
+    at = at or {}
     for i, n in enumerate(steps):
+        i = at.get(id(n), i)
         for v in n.inputs():
             last[id(v)] = i
     for o in outputs:
@@ -107,14 +115,29 @@ def kernels_fresh(kernels, step) -> bool:
     return k.fresh
 
 
-def plan(graph, arena_limit=None, donated=None) -> Plan:
+def plan(graph, arena_limit=None, donated=None, runs=()) -> Plan:
     """Plan ``graph`` (already scheduled): see the module docstring. ``arena_limit``: the largest value (in
     bytes) given a planned buffer (None: any; 0: none). ``donated`` maps id(input value) to the output value
-    that may be written over it (the new value of a donated argument)."""
+    that may be written over it (the new value of a donated argument). ``runs``: the fused runs
+    (:mod:`.fuse`), each one position (its last step's): what it reads is alive until it ends, what it
+    writes from its start; the values inside it get no memory, and an output is written over an argument only
+    where that argument shares its memory with nothing else (it is read at the top of the loop, for that
+    element only)."""
     p = Plan()
     p.donated = donated or {}
     steps = graph.steps
-    last = last_reads(steps, graph.outputs)
+    at: dict = {}
+    inside: set = set()
+    fused: set = set()
+    index = {id(n): i for i, n in enumerate(steps)} if runs else {}
+    for r in runs:
+        end = index[id(r.steps[-1])]
+        for n in r.steps:
+            at[id(n)] = end
+            fused.add(id(n))
+        inside |= r.inside
+    p.inside = inside
+    last = last_reads(steps, graph.outputs, at)
     cls_of: dict = {}
 
     def new_class(v, foreign, at):
@@ -128,8 +151,12 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
     for v in graph.inputs:
         new_class(v, foreign=id(v) not in p.donated, at=-1)
     for i, n in enumerate(steps):
+        i = at.get(id(n), i)
         k = p.kernels[id(n)] = lower(n)
         out = n.out
+        if id(out) in inside:  # a local variable of a fused loop
+            new_class(out, foreign=False, at=i)
+            continue
         target = None
         if k.writes is not None:  # a fused update writes over its donated argument
             target = k.args[k.writes]
@@ -138,7 +165,7 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
             if c.foreign or c.end != i or not mine:
                 raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
         elif k.fresh and k.elementwise:
-            target = _inplace_target(p, k, out, cls_of, i)
+            target = _inplace_target(p, k, out, cls_of, i, last, id(n) in fused)
         if target is not None:
             c = cls_of[id(target)]
             c.members.append(out)
@@ -169,8 +196,10 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if not classes:
             new_class(out, foreign=False, at=i)
             continue
-        c = classes[0]
-        for other in classes[1:]:
+        c = max(classes, key=lambda c: len(c.members))  # the others join the largest: n log n in all
+        for other in classes:
+            if other is c:
+                continue
             c.members.extend(other.members)
             c.buffers.extend(other.buffers)
             c.foreign = c.foreign or other.foreign
@@ -193,7 +222,7 @@ def plan(graph, arena_limit=None, donated=None) -> Plan:
         if id(c) in seen or c.end >= NEVER:
             continue
         seen.add(id(c))
-        names = [m for m in c.members if m.step is not None]
+        names = [m for m in c.members if m.step is not None and id(m) not in inside]
         if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
     return p
@@ -208,17 +237,22 @@ def _holds_memory(p, m) -> bool:
     return not k.view
 
 
-def _inplace_target(p, k, out, cls_of, i):
+def _inplace_target(p, k, out, cls_of, i, last, fused=False):
     """The input an elementwise step may overwrite: same shape and dtype, a whole array the program made (or
-    a donated argument), read for the last time here together with everything sharing its memory."""
+    a donated argument), read for the last time here together with everything sharing its memory (in a fused
+    run: sharing its memory with nothing)."""
     if not (out.numpy and len(out.shape) >= 1):
         return None
     for a in k.args:
         if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype and a.strides == out.strides):
             continue  # the same layout too: the op would have made its output so
+        if id(a) in p.inside:
+            continue
         c = cls_of[id(a)]
         if c.foreign or c.end != i:
             continue
+        if fused and any(m is not a and last.get(id(m), -1) >= i for m in c.members):
+            continue  # another name for its memory (a view) is read in the run: maybe after this element
         if a.input_index is not None:
             if p.donated.get(id(a)) is out:  # a donated argument takes its own new value only
                 return a
@@ -228,21 +262,73 @@ def _inplace_target(p, k, out, cls_of, i):
 
 
 def _pack(p, buffers) -> None:
-    """Offsets in one arena, greedy by size: each buffer at the lowest offset free for its whole lifetime."""
-    placed: list = []
+    """Offsets in one arena, by a sweep over the program: buffers in the order they are written, each in the
+    smallest free region it fits (the lowest such), a region freed after its class's last read and merged with
+    free neighbours; the arena grows at its top only when nothing free fits. In time n log n (a heap of the
+    live buffers by end; free regions kept by size)."""
+    free_at: dict = {}  # offset -> size of a free region
+    free_end: dict = {}  # end offset -> offset of the free region ending there
+    by_size: dict = {}  # size -> heap of offsets of free regions of that size (some may be gone: skipped)
+    count: dict = {}  # size -> how many free regions have it
+    sizes: list = []  # the sizes in count, sorted
+    live: list = []  # (end, start, k, buffer) of the buffers written so far and not yet freed
+    top = 0
+
+    def add_free(offset, size):
+        nonlocal top
+        before = free_end.get(offset)  # merge with a free region just below and one just above
+        if before is not None:
+            _take(before)
+            size += offset - before
+            offset = before
+        if offset + size in free_at:
+            size += _take(offset + size)
+        if offset + size == top:  # the arena's top is free again
+            top = offset
+            return
+        free_at[offset] = size
+        free_end[offset + size] = offset
+        if size not in count:
+            count[size] = 0
+            by_size[size] = []
+            bisect.insort(sizes, size)
+        count[size] += 1
+        heapq.heappush(by_size[size], offset)
+
+    def _take(offset):
+        size = free_at.pop(offset)
+        del free_end[offset + size]
+        count[size] -= 1
+        if not count[size]:
+            del count[size], by_size[size]
+            sizes.pop(bisect.bisect_left(sizes, size))
+        return size
+
+    def lowest(size):
+        group = by_size[size]
+        while free_at.get(group[0]) != size:
+            heapq.heappop(group)
+        return group[0]
+
     total = 0
-    for b in sorted(buffers, key=lambda b: (-b.size, b.start)):
-        b_end = b.cls.end
-        busy = sorted((q.offset, q.offset + q.size) for q in placed if q.start <= b_end and b.start <= q.cls.end)
-        offset = 0
-        for lo, hi in busy:
-            if offset + b.size <= lo:
-                break
-            offset = max(offset, hi)
+    ordered = sorted(buffers, key=lambda b: b.start)
+    for k, b in enumerate(ordered):
+        while live and live[0][0] < b.start:
+            q = heapq.heappop(live)[3]
+            add_free(q.offset, q.size)
+        j = bisect.bisect_left(sizes, b.size)
+        if j < len(sizes):
+            offset = lowest(sizes[j])
+            size = _take(offset)
+            if size > b.size:
+                add_free(offset + b.size, size - b.size)
+        else:
+            offset = top
+            top += b.size
         b.offset = offset
-        placed.append(b)
         total = max(total, offset + b.size)
+        heapq.heappush(live, (b.cls.end, b.start, k, b))
     p.arena_bytes = total
-    p.buffers = sorted(placed, key=lambda b: b.start)
+    p.buffers = ordered
     for k, b in enumerate(p.buffers):
         b.name = f"b{k}"

@@ -1,4 +1,4 @@
-"""Tracing: run the function once on its arguments and record every op as a node of a :class:`Graph`.
+"""Tracing: run the function once on its arguments and record every op as a step of a :class:`Graph`.
 
 The tracer is installed in the context's ``TRACER`` slot (:mod:`tapegrad._state`) and a tape records while
 the function runs, so the transforms inside it (``tg.grad``, ``tg.value_and_grad``, ``tg.jacobian``) run their
@@ -16,7 +16,6 @@ result's shape depends on the values).
 
 from __future__ import annotations
 
-import linecache
 import sys
 
 import numpy as np
@@ -24,27 +23,17 @@ import numpy as np
 from .._state import TRACER, TRACING
 from .._tensor import Tensor
 from .._tree import tree_flatten, tree_unflatten
-from ..backend import NUMPY, PLAIN, common_backend, memory_root, nbytes
+from ..backend import memory_root, nbytes
 from ..core import keep_pending
 from ..errors import TracingError, user_frame
 from ..random import RANDOM_OPS
 from ..tape import record
-from .graph import Const, Graph, Node, Value, walk
+from .graph import Const, Graph, Step, Value, source_line, walk
 from .kernels import OUTPUT
 
-__all__ = ["Tracer", "trace", "where"]
+__all__ = ["Tracer", "trace"]
 
 _LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
-
-
-def where(line) -> str:
-    """``file:line  source`` of a node's line, for comments and errors."""
-    if line is None:
-        return "?"
-    filename, lineno = line
-    text = linecache.getline(filename, lineno).strip()
-    short = filename.rsplit("/", 1)[-1]
-    return f"{short}:{lineno}" + (f"  {text}" if text else "")
 
 
 class Tracer:
@@ -54,19 +43,19 @@ class Tracer:
     def __init__(self):
         self.values: dict = {}  # id(array) -> Value
         self.inputs: list = []
-        self.nodes: list = []
+        self.steps: list = []
         self.consts: dict = {}  # id(object) -> Const
         self.keep: list = []  # every array and object named above, alive while tracing (ids stay unique)
         self.roots: set = set()  # id(memory root) of every traced array: in-place changes are refused
-        self.forward_of: dict = {}  # id(tape node) -> (tape node, graph node): which op a rule differentiates
-        # The graph nodes whose rules a recorded replay is running, innermost last (a rule may replay a tape of
+        self.forward_of: dict = {}  # id(tape node) -> (tape node, step): which op a rule differentiates
+        # The steps whose rules a recorded replay is running, innermost last (a rule may replay a tape of
         # its own: recomputation); the replay says so (replaying, replayed), so no stack needs walking.
         self.rules: list = []
 
     # -- the graph ----------------------------------------------------------------------------------
-    def _new_value(self, array, node=None, input_index=None) -> Value:
+    def _new_value(self, array, step=None, input_index=None) -> Value:
         strides = array.strides if isinstance(array, np.ndarray) else None
-        v = Value(len(self.values), array.shape, array.dtype, type(array), node, input_index, nbytes(array), strides)
+        v = Value(len(self.values), array.shape, array.dtype, type(array), step, input_index, nbytes(array), strides)
         self.values[id(array)] = v
         self.keep.append(array)
         root = memory_root(array)
@@ -128,22 +117,20 @@ class Tracer:
         for v in walk(prm):
             if _is_bool(v.dtype):
                 raise TracingError(
-                    f"{op.name}: indexing with a traced boolean mask at {where(line)}: the result's shape depends "
+                    f"{op.name}: indexing with a traced boolean mask at {source_line(line)}: the result's shape depends "
                     "on the values, which a compiled program cannot allow; select with tg.where(mask, x, 0) "
                     "(same shape), or index with integer arrays"
                 )
-        node = self._step(op, datas, args, prm, line, random)
-        node.out = self._new_value(array, node)
+        step = self._step(op, args, prm, line, random)
+        step.out = self._new_value(array, step)
         if out._node is not None:
-            self.forward_of[id(out._node)] = (out._node, node)
+            self.forward_of[id(out._node)] = (out._node, step)
 
-    def _step(self, op, datas, args, prm, line, random=False):
-        node = Node(
-            op, op.name, _forward(op, datas), args, prm, None, line, self.rules[-1] if self.rules else None, random
-        )
-        node.order = len(self.nodes)
-        self.nodes.append(node)
-        return node
+    def _step(self, op, args, prm, line, random=False):
+        step = Step(op, args, prm, None, line, self.rules[-1] if self.rules else None, random)
+        step.order = len(self.steps)
+        self.steps.append(step)
+        return step
 
     def _several(self, op, datas, params, outs) -> None:
         """An op with several outputs (``op.outputs``): one step whose value is the tuple of its outputs (it
@@ -155,19 +142,19 @@ class Tracer:
             return  # computed from constants only: constants of the program
         line = _user_line()
         arrays = tuple(t._data for t in outs)
-        node = self._step(op, datas, args, prm, line)
+        step = self._step(op, args, prm, line)
         what = ", ".join(Value(0, a.shape, a.dtype, type(a)).describe() for a in arrays)
-        whole = Value(len(self.values), (), f"tuple({what})", type(arrays[0]), node, None, sum(map(nbytes, arrays)))
+        whole = Value(len(self.values), (), f"tuple({what})", type(arrays[0]), step, None, sum(map(nbytes, arrays)))
         self.values[id(arrays)] = whole
         self.keep.append(arrays)
-        node.out = whole
+        step.out = whole
         for i, array in enumerate(arrays):
-            part = self._step(OUTPUT, (arrays,), (whole,), {"index": i}, line)
-            part.grad_of = node.grad_of
+            part = self._step(OUTPUT, (whole,), {"index": i}, line)
+            part.grad_of = step.grad_of
             part.out = self._new_value(array, part)
         group = getattr(outs[0]._node, "group", None)
         if group is not None:
-            self.forward_of[id(group)] = (group, node)
+            self.forward_of[id(group)] = (group, step)
 
     def replaying(self, tape_node, rec) -> None:
         """A recorded replay is about to run the rules of the entry whose output is ``tape_node``."""
@@ -184,7 +171,7 @@ class Tracer:
             return
         line = _user_line()
         raise TracingError(
-            f"{what} of a traced value ({v.describe()}) at {where(line)}: a compiled function runs as a fixed "
+            f"{what} of a traced value ({v.describe()}) at {source_line(line)}: a compiled function runs as a fixed "
             "program, so Python cannot branch on or compute with values that change from call to call. Keep it "
             "a tensor (tg.where(c, x, y) for a choice, tapegrad ops for arithmetic), pass it as a Python number "
             "(a static argument: a new value traces again), or call the function without tg.compile"
@@ -193,7 +180,7 @@ class Tracer:
     def backward(self, what) -> None:
         line = _user_line()
         raise TracingError(
-            f"{what} inside a function traced by tg.compile, at {where(line)}: a compiled program cannot run a "
+            f"{what} inside a function traced by tg.compile, at {source_line(line)}: a compiled program cannot run a "
             "backward pass of its own (its rules would run once, on the first call's arrays, and write .grad of "
             "tensors the program never returns). Compute the gradients with tg.grad or tg.value_and_grad inside "
             "the function and return them: loss, grads = tg.value_and_grad(loss_fn)(params, x)"
@@ -207,7 +194,7 @@ class Tracer:
         if id(memory_root(array)) in self.roots:
             line = _user_line()
             raise TracingError(
-                f"an in-place change of a traced value at {where(line)}: a compiled function may not change its "
+                f"an in-place change of a traced value at {source_line(line)}: a compiled function may not change its "
                 "arguments or the values it computes in place; compute a new value (x = x + 1) and return it"
             )
 
@@ -221,14 +208,6 @@ class Tracer:
 
 def _is_bool(dtype) -> bool:
     return getattr(dtype, "kind", None) == "b" or str(dtype) == "bool"
-
-
-def _forward(op, datas):
-    """The function the op ran: its NumPy forward on NumPy inputs, else its backend's."""
-    if all(d.__class__ in PLAIN for d in datas):
-        return op.forward
-    backend = common_backend(op.name, datas)
-    return op.forward if backend is NUMPY else backend.forward(op)
 
 
 def _user_line():
@@ -258,7 +237,7 @@ def trace(fn, arrays, spec):
         TRACING.add(-1)
         tape.release()
         pending.__exit__()
-    graph = Graph(tracer.inputs, tracer.nodes, outputs)
+    graph = Graph(tracer.inputs, tracer.steps, outputs)
     return graph, out_spec, first
 
 

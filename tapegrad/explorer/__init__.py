@@ -17,7 +17,8 @@ adjoints and the bytes held from an observer of its replay (``Tape.add_replay_ob
   and numbers made tensors that need a gradient (named after ``f``'s parameters: ``x``, ``params['W']``); ``f``
   returns a scalar. The replay computes the gradients of every leaf without writing any ``.grad``.
 - ``tg.explore(step, *args)`` for ``step = tg.compile(tg.value_and_grad(loss))``: ``step(*args)`` runs on copies
-  of the arrays (for its program), and the tape explored is ``loss``'s on the same arguments.
+  of the arrays (for its program, one NumPy call per op: without fused kernels), and the tape explored is
+  ``loss``'s on the same arguments.
 - ``tg.explore(t, loss)`` for a tape ``t`` recorded by ``tg.record()``: that tape, replayed from ``loss``
   (consumed, as ``backward()`` consumes it, unless persistent; no ``.grad`` written). Values the tape did not keep
   show as such; without ``loss`` the page shows the tape unreplayed. A block recorded with
@@ -334,6 +335,8 @@ def _copies(node):
 
 
 def _explore_compiled(step, args, kwargs):
+    if step.fuse:  # one line per op, each linked to its entry: the program without fused kernels (the jit extra)
+        step = Compiled(step.fn, step.donate_argnums, step.maxsize, step.check, step.arena_limit, fuse=False)
     step(*_copies(args), **_copies(kwargs))  # on copies: a donated argument would be overwritten
     source = step.source
     loss = inspect.unwrap(step)

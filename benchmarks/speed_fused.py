@@ -1,0 +1,296 @@
+"""The compiler's targets, side by side in one process on one thread: ``python -m benchmarks.speed --fused``.
+
+Each row times tapegrad's compiled program with fused kernels (numba), the same program on NumPy's calls
+(``fuse=False``), hand-written NumPy where the speed benchmark has it, and JAX's ``jit`` when installed (never
+a dependency: ``pip install jax jaxlib`` beside tapegrad to see its column). One thread: BLAS, numba and XLA
+(``--xla_cpu_multi_thread_eigen=false``) all run on the caller's. Times are medians of repeated calls after
+a warm-up (elapsed time; the cycle collector off while timing).
+
+- **compile**: seconds of the first call (the trace and the build) of a 10,000-op chain without fusion; of
+  the first two calls (the trace, then the first run of the program, checked against eager, which compiles
+  its kernels) of the 1,000-cycle chain fused, with an empty kernel cache; then the same in a second process
+  whose disk cache holds the kernels (beyond importing numba).
+- **chain**: the speed benchmark's 1,000-cycle chain (``tanh(x * w + b) - c`` on (4,) arrays, value and the
+  four gradients): µs per forward op.
+- **wide**: 5 cycles of the chain (20 ops) on 10^6 float64 elements, value and gradients: ms per call.
+- **mlp**: the 784-512-512-10 SGD step (batch 256) with its parameters donated, float64 and float32: ms per
+  step, beside the tight hand-written NumPy step.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+
+__all__ = ["main", "median_time"]
+
+
+def median_time(fn, repeats=15, warmup=3) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls, the collector off."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    finally:
+        if was:
+            gc.enable()
+    return statistics.median(times)
+
+
+def _jax():
+    try:
+        os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+        import jax  # noqa: PLC0415
+
+        jax.config.update("jax_enable_x64", True)
+        return jax
+    except ImportError:
+        return None
+
+
+def _chain_loss(xp_tanh, cycles):
+    def loss(x, w, b, c):
+        for _ in range(cycles):
+            x = xp_tanh(x * w + b) - c
+        return x.sum()
+
+    return loss
+
+
+def _chain_args(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    w = 1.0 + 0.1 * rng.standard_normal(n)
+    b, c = 0.1 * rng.standard_normal((2, n))
+    return x, w, b, c
+
+
+def _tapegrad_chain(cycles, fuse):
+    import tapegrad as tg  # noqa: PLC0415
+
+    return tg.compile(tg.value_and_grad(_chain_loss(tg.tanh, cycles), argnums=(0, 1, 2, 3)), fuse=fuse)
+
+
+def _numpy_chain(cycles):
+    def step(x0, w, b, c):
+        x, saved = x0, []
+        for _ in range(cycles):
+            t = np.tanh(x * w + b)
+            saved.append((x, t))
+            x = t - c
+        value = x.sum()
+        g = np.ones_like(x0)
+        gw, gb, gc = np.zeros_like(w), np.zeros_like(b), np.zeros_like(c)
+        for x, t in reversed(saved):
+            gc -= g
+            g = g * (1 - t * t)
+            gb += g
+            gw += g * x
+            g = g * w
+        return value, (g, gw, gb, gc)
+
+    return step
+
+
+def _jax_chain(jax, cycles):
+    """JAX's chain: unrolled up to 10 cycles; longer ones as ``lax.scan`` of one cycle (XLA takes minutes to
+    compile 4,000 unrolled ops; the scan runs the same arithmetic, one cycle per iteration)."""
+    import jax.numpy as jnp  # noqa: PLC0415
+
+    if cycles <= 10:
+        return jax.jit(jax.value_and_grad(_chain_loss(jnp.tanh, cycles), argnums=(0, 1, 2, 3)))
+
+    def loss(x, w, b, c):
+        def cycle(x, _):
+            return jnp.tanh(x * w + b) - c, None
+
+        return jax.lax.scan(cycle, x, None, length=cycles)[0].sum()
+
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
+
+
+def _block(out):
+    for leaf in _leaves(out):
+        getattr(leaf, "block_until_ready", lambda: None)()
+    return out
+
+
+def _leaves(out):
+    if isinstance(out, (tuple, list)):
+        for x in out:
+            yield from _leaves(x)
+    elif isinstance(out, dict):
+        for x in out.values():
+            yield from _leaves(x)
+    else:
+        yield out
+
+
+def compile_rows(cache) -> list:
+    import tapegrad as tg  # noqa: PLC0415
+
+    rows = []
+    args = _chain_args(4)
+    t0 = time.perf_counter()
+    f = _tapegrad_chain(10_000 // 13, fuse=False)  # ~10,000 ops traced: 4 forward and 9 backward a cycle
+    f(*args)  # the trace and the program's build
+    ops = f.program.info["traced_ops"]
+    rows.append((f"compile {ops:,} ops, NumPy calls: the first call (s)", time.perf_counter() - t0, None, "≤ 2"))
+    t0 = time.perf_counter()
+    import numba  # noqa: PLC0415, F401
+
+    imported = time.perf_counter() - t0
+    os.environ["TAPEGRAD_CACHE"] = cache
+    t0 = time.perf_counter()
+    f = _tapegrad_chain(1000, fuse=True)
+    f(*args)
+    f(*args)
+    first = time.perf_counter() - t0
+    info = f.program.info
+    label = f"compile 1,000-cycle chain fused, first process (s; {info['fused_runs']} runs)"
+    rows.append((label, first, None, "≤ 10"))
+    code = textwrap.dedent(
+        """
+        import time, numpy as np
+        import numba
+        t0 = time.perf_counter()
+        from benchmarks.speed_fused import _tapegrad_chain, _chain_args
+        f = _tapegrad_chain(1000, fuse=True)
+        args = _chain_args(4)
+        f(*args); f(*args)
+        print(time.perf_counter() - t0)
+        """
+    )
+    env = dict(os.environ, TAPEGRAD_CACHE=cache)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    rows.append(
+        ("compile the same, second process, disk cache (s, beyond numba's import)", float(out.stdout), None, "≤ 1")
+    )
+    rows.append(("importing numba (s)", imported, None, ""))
+    del tg
+    return rows
+
+
+def chain_rows(jax) -> list:
+    cycles, ops = 1000, 4000
+    args = _chain_args(4)
+    fused, plain, hand = _tapegrad_chain(cycles, True), _tapegrad_chain(cycles, False), _numpy_chain(cycles)
+    j = _jax_chain(jax, cycles) if jax else None
+    times = {
+        "fused": median_time(lambda: fused(*args)) / ops * 1e6,
+        "numpy program": median_time(lambda: plain(*args)) / ops * 1e6,
+        "hand-written": median_time(lambda: hand(*args)) / ops * 1e6,
+    }
+    if j is not None:
+        times["jax"] = median_time(lambda: _block(j(*args))) / ops * 1e6
+    return [("1,000-cycle chain (µs per op)", times, "fused ≤ 0.15")]
+
+
+def wide_rows(jax) -> list:
+    cycles = 5
+    args = _chain_args(1_000_000)
+    fused, plain, hand = _tapegrad_chain(cycles, True), _tapegrad_chain(cycles, False), _numpy_chain(cycles)
+    j = _jax_chain(jax, cycles) if jax else None
+    times = {
+        "fused": median_time(lambda: fused(*args), repeats=7) * 1e3,
+        "numpy program": median_time(lambda: plain(*args), repeats=7) * 1e3,
+        "hand-written": median_time(lambda: hand(*args), repeats=7) * 1e3,
+    }
+    if j is not None:
+        times["jax"] = median_time(lambda: _block(j(*args)), repeats=7) * 1e3
+    return [("20 ops on 10^6 float64, value and grad (ms)", times, "fused ≥ 4x faster than NumPy's, ≤ JAX")]
+
+
+def mlp_rows(jax) -> list:
+    import tapegrad as tg  # noqa: PLC0415
+    from benchmarks.speed_workloads import FULL, mlp_data, numpy_mlp_tight  # noqa: PLC0415
+
+    rows = []
+    lr = FULL.lr
+    for dtype in (np.float64, np.float32):
+
+        def loss(ps, X, Y, relu):
+            a = X
+            for i in range(0, len(ps), 2):
+                a = a @ ps[i] + ps[i + 1]
+                if i + 2 < len(ps):
+                    a = relu(a)
+            return ((a - Y) ** 2).mean()
+
+        def step(ps, X, Y):
+            value, grads = tg.value_and_grad(lambda p: loss(p, X, Y, tg.relu))(ps)
+            return value, [p - lr * g for p, g in zip(ps, grads)]
+
+        times = {}
+        for name, fuse in (("fused", True), ("numpy program", False)):
+            params, X, Y = mlp_data(FULL, dtype)
+            compiled = tg.compile(step, donate_argnums=0, fuse=fuse)
+            state = {"p": params}
+
+            def call(compiled=compiled, state=state, X=X, Y=Y):
+                state["p"] = compiled(state["p"], X, Y)[1]
+
+            times[name] = median_time(call) * 1e3
+        forward, backward = numpy_mlp_tight(FULL, dtype)
+        times["hand-written"] = median_time(lambda f=forward, b=backward: b(f())) * 1e3
+        if jax is not None:
+            import jax.numpy as jnp  # noqa: PLC0415
+
+            def jstep(ps, X, Y):
+                value, grads = jax.value_and_grad(lambda p: loss(p, X, Y, jax.nn.relu))(ps)
+                return value, [p - lr * g for p, g in zip(ps, grads)]
+
+            jitted = jax.jit(jstep, donate_argnums=0)
+            params, X, Y = mlp_data(FULL, dtype)
+            jstate = {"p": [jnp.asarray(p) for p in params]}
+            JX, JY = jnp.asarray(X), jnp.asarray(Y)
+
+            def jcall(jitted=jitted, jstate=jstate, JX=JX, JY=JY):
+                _, jstate["p"] = jitted(jstate["p"], JX, JY)
+                _block(jstate["p"])
+
+            times["jax"] = median_time(jcall) * 1e3
+        rows.append((f"MLP SGD step {np.dtype(dtype).name} (ms)", times, "fused ≤ 0.97x hand-written, ≤ JAX"))
+    return rows
+
+
+def main(argv=None) -> int:
+    from benchmarks import hygiene  # noqa: PLC0415
+
+    hygiene.cap_blas_threads_by_env()
+    jax = _jax()
+    print(f"# tapegrad compiler targets, one thread (numpy {np.__version__}, jax {getattr(jax, '__version__', '-')})")
+    print()
+    with tempfile.TemporaryDirectory() as cache:
+        for label, value, _, target in compile_rows(cache):
+            print(f"- {label}: {value:.2f}" + (f"  (target {target})" if target else ""))
+    print()
+    print("| workload | fused | NumPy program | hand-written | JAX jit | target |")
+    print("|---|---|---|---|---|---|")
+    for rows in (chain_rows, wide_rows, mlp_rows):
+        for label, times, target in rows(jax):
+            cells = [times.get(k) for k in ("fused", "numpy program", "hand-written", "jax")]
+            text = " | ".join("-" if c is None else (f"{c:.3f}" if c < 10 else f"{c:.1f}") for c in cells)
+            ratio = f" (fused/hand {times['fused'] / times['hand-written']:.2f}x" + (
+                f", fused/JAX {times['fused'] / times['jax']:.2f}x)" if "jax" in times else ")"
+            )
+            print(f"| {label} | {text} | {target}{ratio} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

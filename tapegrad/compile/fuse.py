@@ -1,0 +1,272 @@
+"""Fused kernels (the ``jit`` extra, numba): a run of elementwise steps becomes one generated loop.
+
+:func:`find_runs` takes the scheduled steps and cuts them into **runs**: consecutive steps that are each one
+scalar expression (:func:`.kernels.scalar`: ``LOWERINGS["numba"]``, else the ufunc the step's NumPy kernel
+calls), compute arrays of the same shape, and number at most ``MAX_RUN`` (LLVM's time grows faster than the
+function, so kernels stay small). On arrays of ``LARGE`` elements or more, the transcendental functions
+(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm. The forward of a chain is such a run, and so is its gradient, and the
+elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
+of a generated loop over the elements: each argument read once per element at the top of the loop, the
+values of the run kept in local variables, and only the values the rest of the program reads (its
+**outputs**) stored, at the bottom. The values inside a run never exist as arrays.
+
+The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
+and every value it writes from its start, so no output shares memory with an argument of the same run, but
+an output of the shape and layout of an argument that dies in the run, written element by element over it
+(read at the top, written at the bottom).
+
+The kernels' source is Python (shown after the program's in ``step.source``); numba compiles each once, with
+``cache=True``, from a file named by a hash of its source in the kernel cache directory (``TAPEGRAD_CACHE``,
+else ``~/.cache/tapegrad/kernels``), so a second process loads the machine code instead of compiling it, and
+runs of the same structure (a chain's cycles) share one kernel. Each step is computed in its ufunc's loop
+dtype and rounded to its own dtype, as NumPy does, so the arithmetic (``+ - * /``, comparisons, selects) is
+the same to the bit; the transcendental functions are numba's (LLVM's libm) where the unfused program calls
+NumPy's, within a few ulps of each other per op (``tests/test_fusion.py`` states the bound it checks).
+
+Without numba the program is the unfused one, NumPy's calls (the same results as eager, bit for bit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+import threading
+
+import numpy as np
+
+from .graph import Const, Value
+from .kernels import SIMD_UFUNCS, lower, scalar
+
+__all__ = [
+    "MAX_RUN",
+    "Run",
+    "available",
+    "find_runs",
+    "kernel_source",
+    "cache_dir",
+    "load_kernel",
+    "KERNELS",
+    "is_array",
+]
+
+MAX_RUN = 48  # steps per fused kernel
+LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
+_lock = threading.Lock()
+KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
+_NUMBA: dict = {}
+
+
+def available() -> bool:
+    """Whether numba is installed (``pip install tapegrad[jit]``); imported on the first fused program only."""
+    if "ok" not in _NUMBA:
+        try:
+            import numba  # noqa: PLC0415, F401  (optional, and slow to import)
+
+            _NUMBA["ok"] = True
+        except ImportError:
+            _NUMBA["ok"] = False
+    return _NUMBA["ok"]
+
+
+class Run:
+    """Consecutive steps fused into one kernel: ``args`` read from outside, ``outputs`` read after it (or
+    returned), ``inside`` the ids of the values no one else reads (never arrays)."""
+
+    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name")
+
+    def __init__(self, steps, scalars):
+        self.steps = steps
+        self.scalars = scalars
+        self.args: list = []
+        self.outputs: list = []
+        self.inside: set = set()
+        self.shape = steps[0].out.shape
+        self.source = None
+        self.name = None
+
+
+def _fusible(step, kernels):
+    k = kernels.get(id(step))
+    if k is None:
+        k = kernels[id(step)] = lower(step)
+    if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
+        return None
+    if k.fn in SIMD_UFUNCS and _size(step.out.shape) >= LARGE:
+        return None  # NumPy's SIMD loop is faster there than a fused scalar call
+    s = scalar(step, k)
+    if s is None:
+        return None
+    for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
+        if isinstance(a, Value) and not (a.numpy and _broadcasts(a.shape, step.out.shape)):
+            return None
+        if isinstance(a, Const) and not isinstance(a.value, (np.ndarray, int, float, bool)):
+            return None
+        if isinstance(a, Const) and isinstance(a.value, np.ndarray):
+            if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
+                return None
+    return s
+
+
+def _size(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def is_array(a) -> bool:
+    """Whether a step's argument is an array (a value, or a constant array) rather than a number."""
+    return isinstance(a, Value) or (isinstance(a, Const) and isinstance(a.value, np.ndarray))
+
+
+def _broadcasts(shape, to) -> bool:
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(shape[::-1], to[::-1]))
+
+
+def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
+    """The runs of the scheduled ``graph`` (see the module docstring), each of at least two steps."""
+    runs, current, scalars = [], [], []
+
+    def close():
+        if len(current) >= 2:
+            runs.append(Run(list(current), list(scalars)))
+        current.clear()
+        scalars.clear()
+
+    for n in graph.steps:
+        s = _fusible(n, kernels)
+        if s is None:
+            close()
+            continue
+        if current and (n.out.shape != current[0].out.shape or len(current) >= max_run):
+            close()
+        current.append(n)
+        scalars.append(s)
+    close()
+    if not runs:
+        return runs
+    readers: dict = {}  # id(value) -> how many steps outside its run read it, or it is an output
+    run_of = {id(n): r for r in runs for n in r.steps}
+    for n in graph.steps:
+        r = run_of.get(id(n))
+        for v in n.inputs():
+            if v.step is None or run_of.get(id(v.step)) is not r:
+                readers[id(v)] = readers.get(id(v), 0) + 1
+    for o in graph.outputs:
+        if isinstance(o, Value):
+            readers[id(o)] = readers.get(id(o), 0) + 1
+    for r in runs:
+        computed = set()
+        for n, s in zip(r.steps, r.scalars):
+            for a in s.args:
+                if is_array(a) and id(a) not in computed and not any(a is b for b in r.args):
+                    r.args.append(a)
+            computed.add(id(n.out))
+            if readers.get(id(n.out)):
+                r.outputs.append(n.out)
+            else:
+                r.inside.add(id(n.out))
+        r.source = kernel_source(r)
+    return runs
+
+
+def _cast(dtype) -> str:
+    dtype = np.dtype(dtype)
+    return "np.bool_" if dtype.kind == "b" else f"np.{dtype.name}"
+
+
+def _literal(x) -> str:
+    if isinstance(x, float) and not np.isfinite(x):
+        return "np.nan" if np.isnan(x) else ("np.inf" if x > 0 else "-np.inf")
+    return repr(x)
+
+
+def kernel_source(run) -> str:
+    """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
+    (arrays the caller gives), named by position only, so that runs of the same structure have one source."""
+    ndim = len(run.shape)
+    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+    names: dict = {}
+    lines = []
+    for j, a in enumerate(run.args):
+        shape = a.shape if isinstance(a, Value) else np.shape(a.value)
+        if len(shape) == 0:  # passed as a number (a 0-d array, or NumPy's scalar, read with [()])
+            lines.append(f"a{j}")
+            names[id(a)] = f"x{j}"
+            continue
+        lead = ndim - len(shape)
+        at = ", ".join(f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape)))
+        lines.append(f"a{j}[{at}]")
+        names[id(a)] = f"x{j}"
+    loads = [f"x{j} = {load}" for j, load in enumerate(lines)]
+    body = []
+    for t, (n, s) in enumerate(zip(run.steps, run.scalars)):
+        xs = []
+        exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
+        for a, dt in zip(s.args, s.dtypes):
+            exact = exact and dt == n.out.dtype
+            if is_array(a):
+                expr = names[id(a)]
+                have = a.dtype if isinstance(a, Value) else getattr(a.value, "dtype", None)
+                xs.append(expr if have == dt else f"{_cast(dt)}({expr})")
+            else:
+                x = a.value if isinstance(a, Const) else a
+                plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
+                xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
+        expr = s.expr(xs)
+        if exact and expr.startswith("("):
+            expr = expr[1:-1]
+        body.append(f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}")
+        names[id(n.out)] = f"t{t}"
+    stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
+    params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
+    out = ["import numpy as np", "", f"def kernel({', '.join(params)}):"]
+    indent = "    "
+    for d in range(ndim):
+        out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
+        indent += "    "
+    out += [indent + line for line in loads + body + stores]
+    return "\n".join(out) + "\n"
+
+
+def cache_dir() -> pathlib.Path:
+    """Where the kernels' source files (and numba's cache of their machine code, beside them) are kept."""
+    root = os.environ.get("TAPEGRAD_CACHE")
+    return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "tapegrad" / "kernels"
+
+
+def load_kernel(source: str):
+    """The compiled kernel of ``source``: this process's, or from its file in :func:`cache_dir` (numba loads its
+    machine code from the disk cache when a process compiled it before)."""
+    found = KERNELS.get(source)
+    if found is not None:
+        return found
+    with _lock:
+        found = KERNELS.get(source)
+        if found is not None:
+            return found
+        import numba  # noqa: PLC0415  (the jit extra)
+
+        digest = hashlib.sha1(  # noqa: S324  (a file name, not a secret)
+            (f"tapegrad kernel 1 numba {numba.__version__} numpy {np.__version__}\n" + source).encode()
+        ).hexdigest()[:20]
+        folder = cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"k_{digest}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, path)  # atomic: another process reading it sees all of it or none
+        name = f"tapegrad_kernel_{digest}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # numba's disk cache finds the function's module by its name
+        spec.loader.exec_module(module)
+        fn = numba.njit(cache=True, nogil=True)(module.kernel)
+        KERNELS[source] = fn
+        return fn

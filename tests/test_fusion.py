@@ -1,0 +1,287 @@
+"""Fused kernels (``tg.compile`` with the ``jit`` extra, numba): the same numbers as eager, runs that are
+really fused, kernels shared by runs of one structure and cached on disk, and the program without numba.
+
+The bound: a fused step rounds in its own dtype as NumPy's does, so arithmetic, comparisons and selects are
+eager's to the bit; numba's transcendental functions (LLVM's libm) differ from NumPy's (its own SIMD loops)
+by at most ``PER_OP`` ulps each (measured on 400,000 values: exp, log1p, expm1 1 ulp in float64, tanh 3;
+float32 log 4), so a program's outputs are compared within ``ULPS`` ulps of the output's largest magnitude.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from programs import programs
+
+import tapegrad as tg
+from tapegrad.compile import fuse
+
+ULPS = 64  # ulps of an output's largest magnitude, through a random program of up to eight ops
+PER_OP = 4  # ulps of one transcendental function against NumPy's
+
+
+def assert_within_ulps(got, expected, ulps=ULPS):
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    if expected.dtype.kind not in "fc":
+        np.testing.assert_array_equal(got, expected)
+        return
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(expected)], expected[~finite & ~np.isnan(expected)])
+    scale = np.max(np.abs(expected[finite]), initial=0.0)
+    bound = ulps * np.spacing(expected.dtype.type(scale)) if scale else 0
+    assert np.all(np.abs(got[finite] - expected[finite]) <= bound), np.max(np.abs(got[finite] - expected[finite]))
+
+
+def assert_same(got, expected):
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
+def leaves(tree):
+    return tg._tree.tree_flatten(tree)[0]
+
+
+# -- without numba: the NumPy program ----------------------------------------------------------------------------
+def test_without_numba_the_program_is_numpys_calls_and_fuse_true_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "ok", False)
+    f = tg.compile(lambda x, y: tg.tanh(x * y + 1.0) - x)
+    x, y = np.linspace(-2, 2, 7), np.linspace(1, 3, 7)
+    assert_same(f(x, y), np.tanh(x * y + 1.0) - x)
+    assert f.program.info["fused_runs"] == 0 and "def fused" not in f.source
+    with pytest.raises(ImportError, match=r"pip install tapegrad\[jit\]"):
+        tg.compile(lambda x: x, fuse=True)
+    with pytest.raises(ValueError, match="fuse must be None"):
+        tg.compile(lambda x: x, fuse="yes")
+
+
+def test_tapegrad_fuse_0_in_the_environment_turns_the_default_off(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "ok", True)  # as if numba were installed
+    monkeypatch.setenv("TAPEGRAD_FUSE", "0")
+    assert tg.compile(lambda x: x).fuse is False
+    monkeypatch.setenv("TAPEGRAD_FUSE", "1")
+    assert tg.compile(lambda x: x).fuse is True
+    assert tg.compile(lambda x: x, fuse=False).fuse is False
+
+
+def test_a_process_without_numba_compiles_and_runs_the_numpy_program(tmp_path):
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["numba"] = None  # as if it were not installed: importing it raises ImportError
+        import numpy as np, tapegrad as tg
+        f = tg.compile(tg.value_and_grad(lambda x: (tg.tanh(x * 2.0 + 1.0) ** 2).sum()))
+        x = np.linspace(-1, 1, 5)
+        v, g = f(x)
+        v2, g2 = tg.value_and_grad(lambda x: (tg.tanh(x * 2.0 + 1.0) ** 2).sum())(x)
+        assert v.tobytes() == v2.tobytes() and g.tobytes() == g2.tobytes()
+        print(f.program.info["fused_runs"])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0"]
+
+
+needs_numba = pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="fused kernels need the jit extra: pip install tapegrad[jit]"
+)
+
+
+# -- fused: the same numbers ---------------------------------------------------------------------------------------
+@needs_numba
+@settings(max_examples=max(6, settings.default.max_examples // 2))
+@given(programs())
+def test_random_programs_fused_equal_eager_within_the_bound(program):
+    n = len(program.inputs)
+
+    def loss(*xs):
+        out = program(*xs)
+        return (out * np.linspace(0.5, 1.5, out.size).reshape(out.shape)).sum()
+
+    vg = tg.value_and_grad(loss, argnums=tuple(range(n)))
+    step = tg.compile(vg, check=False, fuse=True)
+    for args in (program.inputs, [np.cos(a) + 0.1 * a for a in program.inputs]):
+        for got, expected in zip(leaves(step(*args)), leaves(vg(*args))):
+            assert_within_ulps(got, expected)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_each_transcendental_function_is_within_its_ulp_bound_of_numpys(dtype):
+    x = np.random.default_rng(3).standard_normal(4000).astype(dtype) * 3
+    for f in (tg.exp, tg.tanh, tg.sin, lambda x: tg.log(tg.abs(x) + 0.5)):
+        compiled = tg.compile(lambda x, f=f: f(x) + 0.0, fuse=True, check=False)
+        compiled(x)
+        got, expected = compiled(x), np.asarray(f(tg.Tensor(x)).data)
+        assert compiled.program.info["fused_runs"] == 1
+        ulps = np.abs(got.astype(np.float64) - expected) / np.spacing(np.abs(expected))
+        assert ulps.max() <= PER_OP
+
+
+def _run(f, *args, fused_at_least=1):
+    compiled = tg.compile(f, fuse=True, check=False)
+    got = compiled(*args)
+    again = compiled(*args)  # the program itself (the first call is the trace)
+    assert compiled.program.info["fused_runs"] >= fused_at_least, compiled.source
+    return got, again
+
+
+@needs_numba
+def test_arithmetic_is_eagers_to_the_bit_with_nan_inf_broadcasting_and_mixed_dtypes():
+    x = np.array([[1.5, -np.inf, np.nan, 0.0], [-0.0, 2.0, 3.25, np.inf]], dtype=np.float32)
+    row = np.array([2, -3, 0, 7], dtype=np.int16)  # broadcast along the rows, another dtype
+    col = np.array([[0.5], [np.nan]])  # float64: the result is float64
+
+    def f(x, row, col):
+        a = x * row + 1.5  # float32 (the int16 and the Python float take x's dtype)
+        b = tg.maximum(a, -a) - x / 4.0
+        return b, b * col - 2.0
+
+    got, again = _run(f, x, row, col)
+    expected = f(tg.Tensor(x), tg.Tensor(row), tg.Tensor(col))
+    for g, a, e in zip(got, again, expected):
+        assert_same(g, e.data)
+        assert_same(a, e.data)
+
+
+@needs_numba
+def test_integers_booleans_and_0d_inputs_in_a_fused_kernel():
+    i = np.array([[3, -4, 5], [0, 7, -1]], dtype=np.int64)
+    k = np.array(2, dtype=np.int32)  # 0-d
+    s = np.array(0.25)  # 0-d float64
+
+    def f(i, k, s):
+        j = i * k + 1 - i  # int64
+        mask = j > 2
+        return j, mask, tg.where(mask, j * s, -s)
+
+    got, again = _run(f, i, k, s)
+    expected = f(tg.Tensor(i), tg.Tensor(k), tg.Tensor(s))
+    for g, a, e in zip(got, again, expected):
+        assert_same(g, e.data)
+        assert_same(a, e.data)
+
+
+@needs_numba
+def test_a_program_of_0d_values_fuses():
+    def f(a, b):
+        return tg.tanh(a * b + 1.0) * a - b
+
+    a, b = np.array(0.5), np.array(-1.25)
+    got, again = _run(f, a, b)
+    assert_within_ulps(got, np.tanh(a * b + 1.0) * a - b, ulps=2)
+    assert np.shape(got) == () and np.shape(again) == ()
+
+
+@needs_numba
+def test_a_masked_gradient_keeps_its_zeros_where_the_cotangent_is_not_finite():
+    """relu's gradient is a select: inf or NaN where the mask is off must give 0, never NaN (g * mask would)."""
+
+    def f(x, g):
+        return tg.grad(lambda x: (tg.relu(x) * g).sum())(x)
+
+    x = np.array([-1.0, 2.0, -3.0, 4.0])
+    g = np.array([np.inf, 1.0, np.nan, -2.0])
+    got, _ = _run(f, x, g)
+    assert_same(got, np.array([0.0, 1.0, 0.0, -2.0]))
+
+
+@needs_numba
+def test_compiled_sgd_training_fused_follows_the_numpy_program():
+    rng = np.random.default_rng(0)
+    params = {
+        "W1": rng.standard_normal((6, 16)) * 0.3,
+        "b1": np.zeros(16),
+        "W2": rng.standard_normal((16, 3)) * 0.3,
+        "b2": np.zeros(3),
+    }
+    X, Y = rng.standard_normal((32, 6)), rng.standard_normal((32, 3))
+
+    def loss(p, x, y):
+        h = tg.relu(x @ p["W1"] + p["b1"])
+        return ((h @ p["W2"] + p["b2"] - y) ** 2).mean()
+
+    def step(p, x, y):
+        value, g = tg.value_and_grad(loss)(p, x, y)
+        return value, {k: p[k] - 0.1 * g[k] for k in p}
+
+    fused = tg.compile(step, donate_argnums=0, fuse=True)
+    plain = tg.compile(step, donate_argnums=0, fuse=False)
+    pf = {k: v.copy() for k, v in params.items()}
+    pp = {k: v.copy() for k, v in params.items()}
+    for i in range(0, 32, 8):
+        lf, pf = fused(pf, X[i : i + 8], Y[i : i + 8])
+        lp, pp = plain(pp, X[i : i + 8], Y[i : i + 8])
+        assert_same(lf, lp)  # the elementwise work is arithmetic and a select: to the bit
+    for k in params:
+        assert_same(pf[k], pp[k])
+    assert fused.program.info["fused_runs"] >= 2, fused.source
+
+
+# -- the kernels: shared, cached, shown ------------------------------------------------------------------------------
+def _chain(cycles):
+    def chain(x, w):
+        for _ in range(cycles):
+            x = tg.tanh(x * w + 0.1)
+        return x.sum()
+
+    return tg.value_and_grad(chain, argnums=(0, 1))
+
+
+@needs_numba
+def test_runs_are_bounded_and_runs_of_one_structure_share_one_kernel():
+    step = tg.compile(_chain(60), fuse=True)
+    x, w = np.linspace(0.1, 0.4, 4), np.full(4, 0.9)
+    value, grads = step(x, w)
+    expected = _chain(60)(x, w)
+    assert_within_ulps(value, expected[0])
+    for g, e in zip(grads, expected[1]):
+        assert_within_ulps(g, e)
+    program = step.program
+    runs = program.info["fused_runs"]
+    kernels = program.source.count("\ndef fused")
+    assert runs >= 2 * 60 * 7 // fuse.MAX_RUN // 2  # bounded: never one kernel for the whole chain
+    assert kernels <= runs // 2, (runs, kernels)  # the cycles' runs share kernels
+
+
+@needs_numba
+def test_the_source_shows_the_program_then_each_kernels_loop():
+    step = tg.compile(lambda x, b: tg.relu(x + b) * 2.0, fuse=True)
+    step(np.ones((2, 3)), np.zeros(3))
+    source = step.source
+    program, kernels = source.split("# fused kernels")
+    assert "fused(" in program and "# fused 3 ops: add, relu, multiply" in program
+    assert "for i0 in range(o0.shape[0]):" in kernels and "for i1 in range(o0.shape[1]):" in kernels
+    assert "x1 = a1[i1]" in kernels  # the bias, broadcast along the rows
+    assert "np.maximum(" in kernels
+
+
+@needs_numba
+def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
+    code = textwrap.dedent(
+        """
+        import numpy as np, tapegrad as tg
+        from tapegrad.compile import fuse
+        f = tg.compile(lambda x, w: tg.tanh(x * w + 0.5) * w - x, fuse=True)
+        f(np.ones(3), np.full(3, 2.0))  # the trace (eager's results)
+        f(np.ones(3), np.full(3, 2.0))  # the program: its kernel compiled, or loaded
+        hits = sum(sum(k.stats.cache_hits.values()) for k in fuse.KERNELS.values())
+        misses = sum(sum(k.stats.cache_misses.values()) for k in fuse.KERNELS.values())
+        print(hits, misses)
+        """
+    )
+    env = dict(os.environ, TAPEGRAD_CACHE=str(tmp_path))
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert first.stdout.split() == ["0", "1"]  # compiled, and written to the cache
+    assert second.stdout.split() == ["1", "0"]  # loaded: nothing compiled
+    assert list(tmp_path.glob("k_*.py"))
