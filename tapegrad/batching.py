@@ -179,19 +179,6 @@ def _refuse_tapes(op, args):
         raise NotImplementedError(f"vmap: {op.name}: tg.compile of a vmapped function does not batch yet")
 
 
-def _refuse_outer(op, args, levels):
-    """A tape opened outside a vmap level would need the batch summed out of its cotangents (grad of vmap), which
-    the replay does not do: refused, never a wrong gradient. A tape opened inside (vmap of grad) is fine."""
-    outer = {id(t) for lv in levels for t in lv.outer}
-    if outer and any(id(t) in outer for t in ACTIVE.get()):
-        if any(isinstance(a, Tensor) and (a._node is not None or a.requires_grad) for a in args):
-            raise NotImplementedError(
-                f"vmap: {op.name}: f uses a tensor from its closure that a tape opened outside vmap records; "
-                "reverse mode through vmap differentiates f's arguments only: pass that tensor to the vmapped "
-                "function as an argument (in_axes=None for one shared by every example)"
-            )
-
-
 def _refuse_closure(op, args, levels):
     own = set().union(*(lv.own for lv in levels)) if levels else set()
     for lv in levels:
@@ -250,7 +237,6 @@ def _step(op, args, params):
     out = out if isinstance(out, np.ndarray) else np.asarray(out)
     result = Batched.make(out, levels)
     if op.differentiable and ACTIVE.get():
-        _refuse_outer(op, args, levels)
         record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
     levels_fwd = FORWARD.get()
     if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
@@ -338,15 +324,13 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
             leaves, spec = tree_flatten(tuple(args), "vmap: the arguments")
             if TRACER.get() is not None or any(_recorded(leaf) for leaf in leaves):
                 return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
-            outer, keep = ACTIVE.get(), keeps_tensors()
-            with stop_recording():  # nothing to differentiate: the tapes outside keep nothing of the batch
-                return _plain(f, args, axes, out_axes, loop, outer, keep)
+            return _plain(f, args, axes, out_axes, loop, ACTIVE.get())  # nothing of theirs to differentiate
         return _plain(f, args, axes, out_axes, loop)
 
     return vmapped
 
 
-def _plain(f, args, axes, out_axes, loop, sealed=None, keep=None):
+def _plain(f, args, axes, out_axes, loop, sealed=None):
     """vmap's run: every argument batched (or shared), ``f`` run once on the batch, the outputs unbatched."""
     with _level(None, loop, sealed) as lv:
         size = None
@@ -373,7 +357,7 @@ def _plain(f, args, axes, out_axes, loop, sealed=None, keep=None):
         out = f(*new)
         leaves, spec = tree_flatten(out, "vmap: the output of f")
         res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
-    return finish(res, keeps_tensors() if keep is None else keep)
+    return finish(res, keeps_tensors())
 
 
 # -- vmap on a tape, or traced by tg.compile -----------------------------------------------------------------
