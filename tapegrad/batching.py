@@ -400,7 +400,7 @@ def _example_vjp(fn, needs):
     return vjp_one
 
 
-def _vmap_forward(*datas, fn, axes, out_axes, loop):
+def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
     outer = ACTIVE.get()
     token = TRACER.set(None)  # traced, the call is one step of the program: it runs vmap on arrays
     try:
@@ -417,14 +417,13 @@ def _vmap_forward(*datas, fn, axes, out_axes, loop):
     return out._data if isinstance(out, Tensor) else out
 
 
-def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop):
+def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop, needs):
     if xp is not numpy_rules and any(v.__class__ is Batched for v in (g, *vals)):
         raise NotImplementedError(
             "vmap: a gradient through a vmapped function, itself differentiated inside another vmap (a jacobian "
             "by vmap of a gradient of vmap), is not supported yet: use tg.jacobian(..., mode='rev') or "
             "tg.hessian, which take one row at a time here, or write the transform inside vmap (vmap(hessian(f)))"
         )
-    needs = tuple(2 if _inexact(v) else 1 for v in vals)
     flat = _call(_example_vjp(fn, needs), [*vals, g], (*axes, out_axes), 0, loop)
     out, off = [], 0
     for v, ax, k in zip(vals, axes, needs):
@@ -447,16 +446,18 @@ def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop):
     return out
 
 
-def _inexact(v) -> bool:
-    # every floating input gets its gradient (the replay drops those nobody asked for)
-    return np.issubdtype(np.result_type(v._data if isinstance(v, Tensor) else v), np.inexact)
+def _needs(leaf) -> int:
+    # 2: a floating input a tape records, whose gradient the rule computes; 1: any other (no gradient)
+    data = leaf._data if isinstance(leaf, Tensor) else leaf
+    return 2 if _recorded(leaf) and np.issubdtype(np.result_type(data), np.inexact) else 1
 
 
 _vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False)
 
 
 def _call(fn, leaves, axes, out_axes, loop):
-    return _vmap_op(list(leaves), fn=fn, axes=tuple(axes), out_axes=out_axes, loop=loop)
+    needs = tuple(_needs(leaf) for leaf in leaves)
+    return _vmap_op(list(leaves), fn=fn, axes=tuple(axes), out_axes=out_axes, loop=loop, needs=needs)
 
 
 def _through_tape(f, spec, leaves, axes, out_axes, loop):
