@@ -320,9 +320,9 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
         axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
-        if TRACER.get() is not None or ACTIVE.get():
+        if TRACER.get() is not None or ACTIVE.get() or FORWARD.get():
             leaves, spec = tree_flatten(tuple(args), "vmap: the arguments")
-            if TRACER.get() is not None or any(_recorded(leaf) for leaf in leaves):
+            if TRACER.get() is not None or any(_recorded(leaf) or has_tangent(leaf) for leaf in leaves):
                 return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
             return _plain(f, args, axes, out_axes, loop, ACTIVE.get())  # nothing of theirs to differentiate
         return _plain(f, args, axes, out_axes, loop)
@@ -420,11 +420,20 @@ def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
 def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop, needs):
     if xp is not numpy_rules and any(v.__class__ is Batched for v in (g, *vals)):
         raise NotImplementedError(
-            "vmap: a gradient through a vmapped function, itself differentiated inside another vmap (a jacobian "
-            "by vmap of a gradient of vmap), is not supported yet: use tg.jacobian(..., mode='rev') or "
-            "tg.hessian, which take one row at a time here, or write the transform inside vmap (vmap(hessian(f)))"
+            "vmap: a vmapped function differentiated inside another vmap (jacfwd of vmap, or a jacobian by vmap "
+            "of a gradient of vmap) is not supported yet: use tg.jacrev, tg.jacobian(..., mode='rev') or "
+            "tg.hessian, which take one row at a time here, or write the transform inside vmap (vmap(jacfwd(f)))"
         )
-    flat = _call(_example_vjp(fn, needs), [*vals, g], (*axes, out_axes), 0, loop)
+    try:
+        flat = _call(_example_vjp(fn, needs), [*vals, g], (*axes, out_axes), 0, loop)
+    except NotImplementedError as err:
+        if not FORWARD.get():
+            raise
+        raise NotImplementedError(
+            "vmap: forward mode over a gradient through a vmapped function (hvp, or jacfwd of grad, of vmap) is "
+            "not supported yet: use tg.hessian or tg.jacrev (reverse mode takes rows here), or write the "
+            f"transform inside vmap (vmap(hvp(...))) ({err})"
+        ) from None
     out, off = [], 0
     for v, ax, k in zip(vals, axes, needs):
         if k != 2:
@@ -449,10 +458,10 @@ def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop, needs):
 def _needs(leaf) -> int:
     # 2: a floating input a tape records, whose gradient the rule computes; 1: any other (no gradient)
     data = leaf._data if isinstance(leaf, Tensor) else leaf
-    return 2 if _recorded(leaf) and np.issubdtype(np.result_type(data), np.inexact) else 1
+    return 2 if (_recorded(leaf) or has_tangent(leaf)) and np.issubdtype(np.result_type(data), np.inexact) else 1
 
 
-_vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False)
+_vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False, jvp="transpose")
 
 
 def _call(fn, leaves, axes, out_axes, loop):

@@ -228,6 +228,21 @@ def test_second_order_through_vmap_equals_the_loops():
     assert tg.gradcheck(lambda x: (tg.grad(x_loss)(x) * u).sum(), X)  # batched argument, second order
 
 
+def test_forward_mode_of_vmap_equals_the_loops():
+    def each(w, x):
+        return tg.stack([_loss(w, x[i], Y[i]) for i in range(len(X))])
+
+    batched = lambda w, x: tg.vmap(_loss, in_axes=(None, 0, 0))(w, x, Y)  # noqa: E731
+    tw, tx = RNG.standard_normal(W.shape), RNG.standard_normal(X.shape)
+    got = tg.jvp(batched, (W, X), (tw, tx))
+    want = tg.jvp(each, (W, X), (tw, tx))
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    _, lin = tg.linearize(lambda w: batched(w, X), W)
+    np.testing.assert_allclose(lin(tw), want[1] - tg.jvp(lambda x: each(W, x), (X,), (tx,))[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.jacrev(lambda x: tg.vmap(tg.sin)(x))(X[:2]), tg.jacrev(tg.sin)(X[:2]), rtol=1e-12)
+
+
 def test_backward_through_vmap_inside_record_frees_the_tape():
     w = tg.Tensor(W, requires_grad=True)
     x = tg.Tensor(X)
@@ -249,10 +264,12 @@ def test_what_reverse_mode_through_vmap_cannot_do_is_refused_naming_it():
     with pytest.raises(NotImplementedError, match="matmul: f uses a tensor from its closure"):
         with tg.record():
             tg.vmap(lambda x: x @ wt)(X)
-    with pytest.raises(NotImplementedError, match="forward mode of a vmapped function"):
-        tg.jvp(lambda w: tg.vmap(_loss, in_axes=(None, 0, 0))(w, X, Y), (W,), (W,))
-    with pytest.raises(NotImplementedError, match="vmap: forward mode of a vmapped function"):
-        tg.jvp(lambda x: tg.vmap(lambda v: tg.sin(v))(x), (X,), (X,))
+    with pytest.raises(NotImplementedError, match="forward mode of a vmapped function"):  # a tangent from f's closure
+        tg.jvp(lambda w: tg.vmap(lambda x: tg.tanh(x @ w))(X), (W,), (W,))
+    with pytest.raises(NotImplementedError, match="forward mode over a gradient through a vmapped function"):
+        tg.hvp(lambda w: _batch_loss(w, X, Y), W, W)
+    with pytest.raises(NotImplementedError, match="jacfwd of vmap"):
+        tg.jacfwd(lambda x: tg.vmap(tg.sin)(x))(X[:2])
     with pytest.raises(NotImplementedError, match="with several outputs"):
         tg.grad(lambda x: tg.vmap(lambda v: (v, v))(x)[0].sum())(X)
     assert BATCH.get() == () and TRACING.n == 0
