@@ -22,8 +22,9 @@ Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward
 ``record()``) and ``tg.compile`` of a vmapped function: the call is one op (``_vmap_op``), whose forward is vmap's
 run on the arguments' values and whose rule is the same op of one example's VJP, so its gradient is the loop's
 and can be differentiated again, and a compiled program runs it as one step. Refused naming what to do, never
-computed wrongly: a tensor of ``f``'s closure that a tape outside records, forward mode of a vmapped function
-(a tangent from outside), and several outputs of such a call.
+computed wrongly: a tensor of ``f``'s closure that a tape or a tangent outside carries, ``jacfwd`` of vmap and
+forward mode over a gradient through it, and several outputs of such a call. ``jvp`` of vmap is the op's VJP
+transposed (``jvp="transpose"``).
 """
 
 from __future__ import annotations
