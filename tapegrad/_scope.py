@@ -144,6 +144,8 @@ def _as_tensor(leaf, what, nested):
             data = data.astype(np.float64)
     t = Tensor._wrap(data)
     t.requires_grad = True
+    for lv in BATCH.get():  # a leaf of f's own, not of its closure (which vmap refuses under a tape outside it)
+        lv.own.add(id(t))
     return transform_argument(t)  # f's own value: x += y inside f rebinds it, as autograd's programs expect
 
 

@@ -15,8 +15,16 @@ batched input does not run its forward on it: the core hands it to :func:`_step`
 
 An op with no rule raises ``NotImplementedError`` naming it; ``vmap(f, loop=True)`` opts into running such an
 op once per example instead (a Python loop, documented as slower). Forward mode composes with vmap both ways in
-which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape recording a batched value
-(``vmap(grad(f))``) is refused with the same kind of error, never computed wrongly.
+which tangents are values (``vmap(jvp(f))``, ``jacfwd`` is built so); a tape opened inside vmap records the
+batched entries (``vmap(grad(f))``).
+
+Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward()`` of a vmapped call inside
+``record()``) and ``tg.compile`` of a vmapped function: the call is one op (``_vmap_op``), whose forward is vmap's
+run on the arguments' values and whose rule is the same op of one example's VJP, so its gradient is the loop's
+and can be differentiated again, and a compiled program runs it as one step. Refused naming what to do, never
+computed wrongly: a tensor of ``f``'s closure that a tape or a tangent outside carries, ``jacfwd`` of vmap and
+forward mode over a gradient through it, and several outputs of such a call. ``jvp`` of vmap is the op's VJP
+transposed (``jvp="transpose"``).
 """
 
 from __future__ import annotations
@@ -28,15 +36,18 @@ import inspect
 import numpy as np
 
 from ._batched import Batched
-from ._scope import finish, keeps_tensors
-from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING
+from ._scope import finish, functional_input, keeps_tensors
+from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
+from .backend.numpy_rules import numpy_rules
+from .core import BaseTape, stop_recording
 from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
+from .ops import concatenate, reshape
 from .ops._batching import full, rank, shift_axes, sizes
-from .registry import Op
+from .registry import Op, defop
 
 __all__ = ["vmap", "RULES", "rule_of", "derivation"]
 
@@ -46,17 +57,21 @@ RULES: dict[Op, object] = {}  # each op's batching rule (declared or derived), k
 class Level:
     """One vmap level: the key of its batch axis on the batched tensors."""
 
-    __slots__ = ("size", "loop", "outer", "__weakref__")
+    __slots__ = ("size", "loop", "outer", "sealed", "own", "__weakref__")
 
-    def __init__(self, size, loop):
+    def __init__(self, size, loop, sealed=None):
         self.size = size
         self.loop = loop
         self.outer = ACTIVE.get()  # the tapes recording when it opened: they cannot differentiate through it
+        # a level vmap's op runs (a call on a tape or traced): the tapes recording outside it, which no tensor
+        # from f's closure may carry into it; own: the leaves its VJP makes, which may
+        self.sealed = sealed
+        self.own: set = set()
 
 
 @contextlib.contextmanager
-def _level(size, loop):
-    lv = Level(size, loop)
+def _level(size, loop, sealed=None):
+    lv = Level(size, loop, sealed)
     token = BATCH.set(BATCH.get() + (lv,))
     TRACING.add(1)
     try:
@@ -165,22 +180,29 @@ def _refuse_tapes(op, args):
         raise NotImplementedError(f"vmap: {op.name}: tg.compile of a vmapped function does not batch yet")
 
 
-def _refuse_outer(op, args, levels):
-    """A tape opened outside a vmap level would need the batch summed out of its cotangents (grad of vmap), which
-    the replay does not do: refused, never a wrong gradient. A tape opened inside (vmap of grad) is fine."""
-    outer = {id(t) for lv in levels for t in lv.outer}
-    if outer and any(id(t) in outer for t in ACTIVE.get()):
-        if any(isinstance(a, Tensor) and (a._node is not None or a.requires_grad) for a in args):
-            raise NotImplementedError(
-                f"vmap: {op.name}: a tape opened outside vmap (grad, vjp or jacrev of a vmapped function, or "
-                "vmap inside record()) would differentiate through the batch, which reverse mode does not do "
-                "yet: write vmap(grad(f)) for per-example gradients, or compute the batch without vmap"
-            )
+def _refuse_closure(op, args, levels):
+    own = set().union(*(lv.own for lv in levels)) if levels else set()
+    for lv in levels:
+        if not lv.sealed:
+            continue
+        tapes = {id(t) for t in lv.sealed}
+        for a in args:
+            if not isinstance(a, Tensor) or a.__class__ is Batched:
+                continue
+            node = a._node
+            if (node is not None and id(node.tape()) in tapes) or (
+                node is None and a.requires_grad and id(a) not in own
+            ):
+                raise NotImplementedError(
+                    f"vmap: {op.name}: f uses a tensor from its closure that a tape opened outside vmap records; "
+                    "reverse mode through vmap differentiates f's arguments only: pass that tensor to the "
+                    "vmapped function as an argument (in_axes=None for one shared by every example)"
+                )
 
 
 def _step(op, args, params):
     """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
-    _refuse_tapes(op, args)
+    _refuse_closure(op, args, BATCH.get())
     present = set()
     for a in args:
         if a.__class__ is Batched:
@@ -216,7 +238,6 @@ def _step(op, args, params):
     out = out if isinstance(out, np.ndarray) else np.asarray(out)
     result = Batched.make(out, levels)
     if op.differentiable and ACTIVE.get():
-        _refuse_outer(op, args, levels)
         record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
     levels_fwd = FORWARD.get()
     if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
@@ -231,8 +252,8 @@ set_batching_rules(_step)
 def _batch_leaf(leaf, axis, lv, what):
     if isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or has_tangent(leaf)):
         raise NotImplementedError(
-            f"{what}: an argument a tape records or forward mode differentiates (grad or jvp of vmap): "
-            "write the transform inside vmap instead (vmap(jvp(f)), vmap(jacfwd(f)))"
+            f"{what}: forward mode of a vmapped function (an argument with a tangent: jvp, jacfwd or linearize of "
+            "vmap) is not supported yet: write the transform inside vmap instead (vmap(jvp(f)), vmap(jacfwd(f)))"
         )
     if leaf.__class__ is Batched:
         d, levels = leaf._data, leaf._levels
@@ -249,6 +270,12 @@ def _batch_leaf(leaf, axis, lv, what):
 
 
 def _unbatch(o, lv, size, out_axes):
+    if isinstance(o, Tensor) and has_tangent(o):  # a level opened outside this vmap: its tangent would be dropped
+        raise NotImplementedError(
+            "vmap: forward mode of a vmapped function (jvp, jacfwd, linearize or hessian of vmap, or a tensor "
+            "with a tangent in f's closure) is not supported yet: write the transform inside vmap instead "
+            "(vmap(jvp(f)), vmap(jacfwd(f)))"
+        )
     if o.__class__ is Batched and lv in o._levels:
         levels = o._levels
         j = levels.index(lv)
@@ -294,31 +321,154 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
         axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
         if len(axes) != len(args):
             raise ValueError(f"vmap: in_axes has {len(axes)} entries for {len(args)} arguments")
-        with _level(None, loop) as lv:
-            size = None
-            new = []
-            for i, (a, ax) in enumerate(zip(args, axes)):
-                if ax is None:
-                    new.append(a)
-                    continue
-                leaves, spec = tree_flatten(a, f"vmap: argument {i}")
-                batched = []
-                for leaf in leaves:
-                    b, n = _batch_leaf(leaf, ax, lv, "vmap")
-                    if size is not None and n != size:
-                        raise ValueError(
-                            f"vmap: argument {i} has {n} examples along axis {ax}, another argument {size}; "
-                            "every batched argument needs the same batch size"
-                        )
-                    size = n
-                    batched.append(b)
-                new.append(tree_unflatten(spec, batched))
-            if size is None:
-                raise ValueError("vmap: no argument is batched (every in_axes entry is None)")
-            lv.size = size
-            out = f(*new)
-            leaves, spec = tree_flatten(out, "vmap: the output of f")
-            res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
-        return finish(res, keeps_tensors())
+        if TRACER.get() is not None or ACTIVE.get() or FORWARD.get():
+            leaves, spec = tree_flatten(tuple(args), "vmap: the arguments")
+            if TRACER.get() is not None or any(_recorded(leaf) or has_tangent(leaf) for leaf in leaves):
+                return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
+            return _plain(f, args, axes, out_axes, loop, ACTIVE.get())  # nothing of theirs to differentiate
+        return _plain(f, args, axes, out_axes, loop)
 
     return vmapped
+
+
+def _plain(f, args, axes, out_axes, loop, sealed=None):
+    """vmap's run: every argument batched (or shared), ``f`` run once on the batch, the outputs unbatched."""
+    with _level(None, loop, sealed) as lv:
+        size = None
+        new = []
+        for i, (a, ax) in enumerate(zip(args, axes)):
+            if ax is None:
+                new.append(a)
+                continue
+            leaves, spec = tree_flatten(a, f"vmap: argument {i}")
+            batched = []
+            for leaf in leaves:
+                b, n = _batch_leaf(leaf, ax, lv, "vmap")
+                if size is not None and n != size:
+                    raise ValueError(
+                        f"vmap: argument {i} has {n} examples along axis {ax}, another argument {size}; "
+                        "every batched argument needs the same batch size"
+                    )
+                size = n
+                batched.append(b)
+            new.append(tree_unflatten(spec, batched))
+        if size is None:
+            raise ValueError("vmap: no argument is batched (every in_axes entry is None)")
+        lv.size = size
+        out = f(*new)
+        leaves, spec = tree_flatten(out, "vmap: the output of f")
+        res = tree_unflatten(spec, [_unbatch(o, lv, size, out_axes) for o in leaves])
+    return finish(res, keeps_tensors())
+
+
+# -- vmap on a tape, or traced by tg.compile -----------------------------------------------------------------
+# A vmapped call whose arguments a recording tape differentiates, or that tg.compile traces, is one op: its
+# forward is vmap's run on the arguments' values (so a compiled program runs it as one step), its rule the same
+# op of one example's VJP (the cotangent batched like the output), so the gradient is the loop's and can itself
+# be differentiated (second order, a gradient traced by tg.compile). Shared arguments (in_axes=None) get the
+# sum of the examples' gradients. The entry keeps its inputs only.
+def _recorded(leaf) -> bool:
+    return isinstance(leaf, Tensor) and (leaf._node is not None or leaf.requires_grad or id(leaf) in WATCHED.get())
+
+
+def _leaf_axes(args, axes):
+    out = []
+    for i, (a, ax) in enumerate(zip(args, axes)):
+        out.extend([ax] * len(tree_flatten(a, f"vmap: argument {i}")[0]))
+    return tuple(out)
+
+
+def _example_vjp(fn, needs):
+    """One example's VJP of ``fn``: ``(*leaves, g)`` -> the gradients of the leaves that need one, raveled and
+    concatenated (one output, so that the VJP is an op like any other)."""
+
+    def vjp_one(*vals):
+        *leaves, g = vals
+        with BaseTape() as t:
+            ins = []
+            for leaf, k in zip(leaves, needs):
+                if k == 2:
+                    leaf = functional_input(leaf) if isinstance(leaf, Tensor) else Tensor(leaf)
+                    if leaf._node is None:
+                        leaf.requires_grad = True
+                        BATCH.get()[-1].own.add(id(leaf))
+                ins.append(leaf)
+            out = fn(*ins)
+        sources = [x for x, k in zip(ins, needs) if k == 2]
+        grads = t.gradient(out, sources, output_gradients=g, unconnected="zero")
+        return concatenate([reshape(gi, (gi.size,)) for gi in grads])  # sizes, not -1: empty examples
+
+    return vjp_one
+
+
+def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
+    outer = ACTIVE.get()
+    token = TRACER.set(None)  # traced, the call is one step of the program: it runs vmap on arrays
+    try:
+        with stop_recording():  # the tapes outside record this op alone
+            out = _plain(fn, list(datas), axes, out_axes, loop, outer)
+    finally:
+        TRACER.reset(token)
+    if not isinstance(out, (Tensor, np.ndarray)):
+        raise NotImplementedError(
+            f"vmap: a vmapped function with several outputs (a {type(out).__name__}) under a tape that "
+            "differentiates it or traced by tg.compile is not supported yet: return one array from f, or stack "
+            "the outputs"
+        )
+    return out._data if isinstance(out, Tensor) else out
+
+
+def _vmap_rule(xp, g, ans, *vals, fn, axes, out_axes, loop, needs):
+    if xp is not numpy_rules and any(v.__class__ is Batched for v in (g, *vals)):
+        raise NotImplementedError(
+            "vmap: a vmapped function differentiated inside another vmap (jacfwd of vmap, or a jacobian by vmap "
+            "of a gradient of vmap) is not supported yet: use tg.jacrev, tg.jacobian(..., mode='rev') or "
+            "tg.hessian, which take one row at a time here, or write the transform inside vmap (vmap(jacfwd(f)))"
+        )
+    try:
+        flat = _call(_example_vjp(fn, needs), [*vals, g], (*axes, out_axes), 0, loop)
+    except NotImplementedError as err:
+        if not FORWARD.get():
+            raise
+        raise NotImplementedError(
+            "vmap: forward mode over a gradient through a vmapped function (hvp, or jacfwd of grad, of vmap) is "
+            "not supported yet: use tg.hessian or tg.jacrev (reverse mode takes rows here), or write the "
+            f"transform inside vmap (vmap(hvp(...))) ({err})"
+        ) from None
+    out, off = [], 0
+    for v, ax, k in zip(vals, axes, needs):
+        if k != 2:
+            out.append(None)
+            continue
+        shape = tuple(np.shape(v))
+        ex = shape if ax is None else shape[: int(ax) % len(shape)] + shape[int(ax) % len(shape) + 1 :]
+        size = int(np.prod(ex, dtype=np.int64))
+        piece = xp.reshape(xp.getitem(flat, (slice(None), slice(off, off + size))), np.shape(flat)[:1] + ex)
+        off += size
+        if ax is None:
+            gi = xp.sum(piece, axis=0)
+        else:
+            j = int(ax) % len(shape)
+            order = list(range(1, len(shape)))
+            order.insert(j, 0)
+            gi = xp.transpose(piece, tuple(order))
+        out.append(gi)
+    return out
+
+
+def _needs(leaf) -> int:
+    # 2: a floating input a tape records, whose gradient the rule computes; 1: any other (no gradient)
+    data = leaf._data if isinstance(leaf, Tensor) else leaf
+    return 2 if (_recorded(leaf) or has_tangent(leaf)) and np.issubdtype(np.result_type(data), np.inexact) else 1
+
+
+_vmap_op = defop("vmap", _vmap_forward, _vmap_rule, inputs="*", save="*", joint=True, register=False, jvp="transpose")
+
+
+def _call(fn, leaves, axes, out_axes, loop):
+    needs = tuple(_needs(leaf) for leaf in leaves)
+    return _vmap_op(list(leaves), fn=fn, axes=tuple(axes), out_axes=out_axes, loop=loop, needs=needs)
+
+
+def _through_tape(f, spec, leaves, axes, out_axes, loop):
+    return _call(lambda *ls: f(*tree_unflatten(spec, ls)), leaves, axes, out_axes, loop)

@@ -5,10 +5,16 @@ from them (scaled by 1, 0.95 and 0.9, inside the row's domain); then, in float64
 
 - ``vmap(op)`` equals the op on each example, stacked, with every input batched and with the first alone;
 - ``vmap(grad(...))`` (per-example gradients) equals each example's gradient, stacked;
+- ``grad(sum(vmap(...)))`` (reverse mode through vmap) equals the gradient of the loop over examples, for batched
+  and for shared (``in_axes=None``) inputs;
 - an op without a batching rule raises naming it, and ``loop=True`` gives the same as a loop.
 
 The meta-test pins the ops that have no batching rule, so a new op gets one or is listed here knowingly.
 """
+
+import functools
+import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -45,11 +51,12 @@ def _inputs(draw, case):
     return draw(tgst.inputs(shapes, case.domain, np.float64)), kwargs
 
 
-def _vmapped(f, axes, batch):
-    """``vmap(f)(*batch)``; where an op without a batching rule raises, that op is checked to be one without a
-    rule (a row's own op, or an op a composed row runs) and the loop fallback is taken."""
+def _vmapped(f, axes, batch, run=None):
+    """``vmap(f)(*batch)`` (or ``run(vmap)``); where an op without a batching rule raises, that op is checked to be
+    one without a rule (a row's own op, or an op a composed row runs) and the loop fallback is taken."""
+    run = run or (lambda vm: vm(f, in_axes=axes)(*batch))
     try:
-        return tg.vmap(f, in_axes=axes)(*batch)
+        return run(tg.vmap)
     except NotImplementedError as err:
         if "has several outputs, which vmap does not batch yet" in str(err):
             assert str(err).split(": ")[1].split(" ")[0] in SEVERAL, str(err)
@@ -59,7 +66,7 @@ def _vmapped(f, axes, batch):
         op = tg.REGISTRY.get(name) or tg.NONDIFF.get(name)
         assert "has no batching rule" in str(err) and op is not None and derivation(op) is None, str(err)
         assert BATCH.get() == () and TRACING.n == 0
-        return tg.vmap(f, in_axes=axes, loop=True)(*batch)
+        return run(functools.partial(tg.vmap, loop=True))
 
 
 def _batch(arrays, first_only=False):
@@ -123,6 +130,37 @@ def test_per_example_gradients_equal_each_examples_gradient(case, data):
             np.testing.assert_allclose(g[j], e, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", [c for c in OPS if tg.REGISTRY.get(c.name) is not None], ids=lambda c: c.name)
+@settings(max_examples=max(2, FEW // 2))
+@given(data=st.data(), first_only=st.booleans())
+def test_gradient_through_vmap_equals_the_loops_gradient(case, data, first_only):
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    free = [i for i in range(len(arrays)) if i not in case.constant_inputs]
+    if case.name in REFUSED or not free or np.iscomplexobj(case.fn(*[tg.Tensor(a) for a in arrays], **kwargs).numpy()):
+        return
+    batch = _batch(arrays, first_only)
+    axes = tuple(0 if (i == 0 or not first_only) else None for i in range(len(batch)))
+    shape = np.shape(case.fn(*[tg.Tensor(a) for a in arrays], **kwargs))
+    w = np.random.default_rng(1).uniform(0.5, 1.5, (len(SCALES),) + shape)  # a different weight per example
+
+    def f(*xs):
+        return case.fn(*xs, **kwargs)
+
+    def loop(*xs):
+        return sum((f(*[x[j] if ax == 0 else x for x, ax in zip(xs, axes)]) * w[j]).sum() for j in range(len(SCALES)))
+
+    argnums = tuple(free)
+    got = _vmapped(
+        f, axes, batch, lambda vm: tg.grad(lambda *xs: (vm(f, in_axes=axes)(*xs) * w).sum(), argnums)(*batch)
+    )
+    if got is None:
+        return
+    want = tg.grad(loop, argnums=argnums)(*batch)
+    for g, e in zip(got, want):
+        assert np.shape(g) == np.shape(e)
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
 def test_the_ops_without_a_batching_rule_are_the_listed_ones():
     missing = {name for name, op in tg.REGISTRY.items() if derivation(op) is None}
     assert missing == NO_RULE, f"new: {sorted(missing - NO_RULE)}; now with a rule: {sorted(NO_RULE - missing)}"
@@ -161,9 +199,93 @@ def test_vmap_of_forward_mode_and_of_hvp():
     np.testing.assert_allclose(hv.reshape(12, 12), H.reshape(12, 12), rtol=1e-10, atol=1e-12)
 
 
-def test_grad_of_vmap_is_refused_naming_the_op_never_wrong():
-    with pytest.raises(NotImplementedError, match="matmul: a tape opened outside vmap"):
-        tg.grad(lambda w: tg.vmap(_loss, in_axes=(None, 0, 0))(w, X, Y).sum())(W)
+def _batch_loss(w, x, y):
+    return tg.vmap(_loss, in_axes=(None, 0, 0))(w, x, y).sum()
+
+
+def test_grad_of_vmap_equals_the_loop_and_finite_differences():
+    got = tg.grad(_batch_loss, argnums=(0, 1))(W, X, Y)
+    want = tg.grad(lambda w, x, y: sum(_loss(w, x[i], y[i]) for i in range(len(X))), argnums=(0, 1))(W, X, Y)
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
+    assert tg.gradcheck(lambda w, x: _batch_loss(w, x, Y), W, X)
+    # in_axes other than 0, reused inputs (the same tensor batched and shared)
+    got = tg.grad(lambda x: tg.vmap(lambda a, b: (tg.sin(a) * b).sum(), in_axes=(1, None))(x, x[:, 0]).sum())(X.T)
+    want = tg.grad(lambda x: sum((tg.sin(x[:, i]) * x[:, 0]).sum() for i in range(len(X))))(X.T)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    assert BATCH.get() == () and TRACING.n == 0
+
+
+def test_second_order_through_vmap_equals_the_loops():
+    w_loss = lambda w: _batch_loss(w, X[:3], Y[:3])  # noqa: E731
+    loop = lambda w: sum(_loss(w, X[i], Y[i]) for i in range(3))  # noqa: E731
+    v = RNG.standard_normal(W.shape)
+    rr = [tg.grad(lambda w, F=F: (tg.grad(F)(w) * v).sum())(W) for F in (w_loss, loop)]  # shared argument
+    np.testing.assert_allclose(rr[0], rr[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.hessian(w_loss)(W), tg.hessian(loop)(W), rtol=1e-10, atol=1e-12)
+    x_loss = lambda x: tg.vmap(lambda a: (tg.sin(a) ** 3).sum())(x).sum()  # noqa: E731
+    u = RNG.standard_normal(X.shape)
+    assert tg.gradcheck(lambda x: (tg.grad(x_loss)(x) * u).sum(), X)  # batched argument, second order
+
+
+def test_forward_mode_of_vmap_equals_the_loops():
+    def each(w, x):
+        return tg.stack([_loss(w, x[i], Y[i]) for i in range(len(X))])
+
+    batched = lambda w, x: tg.vmap(_loss, in_axes=(None, 0, 0))(w, x, Y)  # noqa: E731
+    tw, tx = RNG.standard_normal(W.shape), RNG.standard_normal(X.shape)
+    got = tg.jvp(batched, (W, X), (tw, tx))
+    want = tg.jvp(each, (W, X), (tw, tx))
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    _, lin = tg.linearize(lambda w: batched(w, X), W)
+    np.testing.assert_allclose(lin(tw), want[1] - tg.jvp(lambda x: each(W, x), (X,), (tx,))[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.jacrev(lambda x: tg.vmap(tg.sin)(x))(X[:2]), tg.jacrev(tg.sin)(X[:2]), rtol=1e-12)
+
+
+def test_backward_through_vmap_inside_record_frees_the_tape():
+    w = tg.Tensor(W, requires_grad=True)
+    x = tg.Tensor(X)
+    with tg.record() as t:
+        out = tg.vmap(lambda w, x: tg.tanh(x @ w), in_axes=(None, 0))(w, x)
+        loss = (out**2).sum()
+    ref = weakref.ref(out)
+    assert out.shape == (6, 3)
+    del out
+    loss.backward()
+    want = tg.grad(lambda w: (tg.tanh(X @ w) ** 2).sum())(W)
+    np.testing.assert_allclose(w.grad, want, rtol=1e-12, atol=1e-14)
+    gc.collect()
+    assert ref() is None and t.saved_bytes() == 0
+
+
+def test_what_reverse_mode_through_vmap_cannot_do_is_refused_naming_it():
+    wt = tg.Tensor(W, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="matmul: f uses a tensor from its closure"):
+        with tg.record():
+            tg.vmap(lambda x: x @ wt)(X)
+    with pytest.raises(NotImplementedError, match="forward mode of a vmapped function"):  # a tangent from f's closure
+        tg.jvp(lambda w: tg.vmap(lambda x: tg.tanh(x @ w))(X), (W,), (W,))
+    with pytest.raises(NotImplementedError, match="forward mode over a gradient through a vmapped function"):
+        tg.hvp(lambda w: _batch_loss(w, X, Y), W, W)
+    with pytest.raises(NotImplementedError, match="jacfwd of vmap"):
+        tg.jacfwd(lambda x: tg.vmap(tg.sin)(x))(X[:2])
+    with pytest.raises(NotImplementedError, match="with several outputs"):
+        tg.grad(lambda x: tg.vmap(lambda v: (v, v))(x)[0].sum())(X)
+    assert BATCH.get() == () and TRACING.n == 0
+    # after an error the user goes on
+    np.testing.assert_allclose(tg.grad(_batch_loss)(W, X, Y), tg.grad(_batch_loss)(W, X, Y), rtol=1e-12)
+
+
+def test_compile_of_vmap_and_of_its_gradients_equals_eager():
+    f = tg.vmap(lambda x: tg.tanh(x @ W))
+    per_example = tg.vmap(tg.grad(_loss), in_axes=(None, 0, 0))
+    through = tg.grad(_batch_loss)
+    for fn, args in ((f, (X,)), (per_example, (W, X, Y)), (through, (W, X, Y))):
+        c = tg.compile(fn)
+        for scale in (1.0, 0.5):  # the second call runs the program alone
+            a = [np.asarray(x) * scale for x in args]
+            np.testing.assert_allclose(c(*a), fn(*a), rtol=1e-12, atol=1e-14)
     assert BATCH.get() == () and TRACING.n == 0
 
 
