@@ -18,6 +18,7 @@ from importlib import metadata as _metadata
 
 from . import (
     compile,
+    convenience,
     data,
     debug,
     explorer,
@@ -34,18 +35,7 @@ from . import (
 )
 from ._tensor import Tensor, tensor
 from .batching import vmap
-from .convenience import (
-    elementwise_grad,
-    fixed_point,
-    flatten,
-    flatten_func,
-    grad_named,
-    hessian_vector_product,
-    make_hvp,
-    make_jvp,
-    make_vjp,
-    multigrad_dict,
-)
+from .convenience import *  # noqa: F403  (its conveniences; convenience.__all__ lists them once)
 from .custom import CustomOp, custom_op
 from .debug import detect_anomaly
 from .errors import (
@@ -142,16 +132,7 @@ __all__ = [
     "hessian",
     "hvp",
     "vmap",
-    "elementwise_grad",
-    "grad_named",
-    "multigrad_dict",
-    "make_vjp",
-    "make_jvp",
-    "make_hvp",
-    "hessian_vector_product",
-    "flatten",
-    "flatten_func",
-    "fixed_point",
+    *convenience.__all__,
     "custom_op",
     "CustomOp",
     "abs",
