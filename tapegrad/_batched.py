@@ -19,11 +19,7 @@ class Batched(Tensor):
 
     @classmethod
     def make(cls, data, levels) -> Batched:
-        t = cls.__new__(cls)
-        t._data = data
-        t.grad = None
-        t.requires_grad = False
-        t._node = None
+        t = cls._wrap(data)
         t._levels = levels
         return t
 
