@@ -349,7 +349,7 @@ def apply_several(op, args, params) -> tuple:
     if not plain:
         datas = _lists_as_arrays(op, args, datas)
     outs = _forward_several(op, args, datas, params, plain)
-    ts = tuple(_wrap_output(o) for o in outs)
+    ts = tuple([Tensor._wrap(o) for o in outs])
     if active and mask:
         if foreign is not None:
             _foreign_inputs(op, srcs, top, active)
@@ -405,15 +405,6 @@ def _forward_several(op, args, datas, params, plain) -> tuple:
     if len(outs) != len(op.outputs):
         raise TypeError(f"{op.name}: its forward returned {len(outs)} arrays, but the op declares {op.outputs}")
     return outs
-
-
-def _wrap_output(out):
-    t = _new_tensor(Tensor)
-    t._data = out
-    t.grad = None
-    t.requires_grad = False
-    t._node = None
-    return t
 
 
 def _trace(op, datas, params, out):
