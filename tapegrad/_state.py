@@ -119,7 +119,8 @@ class _Tracing:
         self._lock = threading.Lock()
 
     def add(self, k: int) -> None:
-        """Count ``k`` more traces or profiles in progress (negative: fewer), atomically across threads."""
+        """Count ``k`` more traces, profiles or forward-mode and vmap levels in progress (negative: fewer),
+        atomically across threads."""
         with self._lock:
             self.n += k
 

@@ -358,7 +358,8 @@ def _augmented(name: str, f, symbol: str):
     augmented.__name__ = augmented.__qualname__ = name
     augmented.__doc__ = (
         f"``x {symbol} y``: in place outside ``record()``; inside it, ``x = x {symbol[:-1]} y`` recorded when a "
-        "value is being recorded (refused on a leaf that requires a gradient)."
+        "value is being recorded (refused on a leaf that requires a gradient, unless a transform made it of its "
+        "function's argument)."
     )
     return augmented
 

@@ -37,7 +37,8 @@ Contract
   tapegrad (``x.data[0] = 1``, ``np.add(..., out=x.data)``) cannot be seen; ``record(check_saved=True)`` catches
   them with a checksum of every saved array, verified at replay. Inside ``record()``, ``x += y`` (every
   augmented operator) on a value being recorded is ``x = x + y``, recorded, and on a leaf that requires a
-  gradient it is refused (``tensor_methods.AUGMENTED``).
+  gradient it is refused, unless a transform (``tg.grad``...) made the leaf of its function's argument
+  (``tensor_methods.AUGMENTED``, ``_state.transform_argument``).
 
 Extension interface
 -------------------
