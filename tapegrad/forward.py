@@ -363,26 +363,23 @@ def _step(levels, op, args, params, out):
 def _propagate(levels, i, lv, op, args, params, out, tangents):
     rule = RULES.get(op) or rule_of(op)
     below = levels[:i]
-    symbolic = _symbolic(lv, below, tangents, args)
-    if symbolic:
-        xp, inputs, ans = tensor_rules, args, out
-    else:
-        xp, ans = numpy_rules, (tuple(o._data for o in out) if isinstance(out, tuple) else out._data)
+    if not _symbolic(lv, below, tangents, args):
+        # on arrays: the rule calls no op (a transposed one works on fresh tensors of its own)
+        ans = tuple(o._data for o in out) if isinstance(out, tuple) else out._data
         inputs = [a._data if isinstance(a, Tensor) else a for a in args]
-    if not symbolic:  # on arrays: the rule calls no op (a transposed one works on fresh tensors of its own)
-        t = rule(xp, tuple(tangents), ans, *inputs, **params)
+        t = rule(numpy_rules, tuple(tangents), ans, *inputs, **params)
         if t is not None:
             _set_all(out, lv, t, False)
         return
     token = FORWARD.set(below)  # the rule's own ops are this level's computation: only outer levels see them
     try:
-        if symbolic and not (below or lv.outer) and ACTIVE.get():
+        if not (below or lv.outer) and ACTIVE.get():
             # tensors (vmap's, or a tangent given as one), but no tape outside the level differentiates them:
             # the tapes opened inside it differentiate values only, so the rule records nothing
             with stop_recording():
-                t = rule(xp, tuple(tangents), ans, *inputs, **params)
+                t = rule(tensor_rules, tuple(tangents), out, *args, **params)
         else:
-            t = rule(xp, tuple(tangents), ans, *inputs, **params)
+            t = rule(tensor_rules, tuple(tangents), out, *args, **params)
     except BatchedValueError as err:  # vmap refused a read inside the op's rule, not in the user's f
         raise TapeError(
             f"{op.name}: its rule reads a tensor's value ({err.what}) in forward mode or vmap: it computes with "
@@ -391,7 +388,7 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
     finally:
         FORWARD.reset(token)
     if t is not None:
-        _set_all(out, lv, t, symbolic)
+        _set_all(out, lv, t, True)
 
 
 def _set_all(out, lv, t, symbolic):
