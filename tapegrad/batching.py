@@ -175,11 +175,6 @@ def _loop(op, k, datas, batched, params):
 
 
 # -- the step the core calls ---------------------------------------------------------------------------------
-def _refuse_tapes(op, args):
-    if TRACER.get() is not None:
-        raise NotImplementedError(f"vmap: {op.name}: tg.compile of a vmapped function does not batch yet")
-
-
 def _refuse_closure(op, args, levels):
     own = set().union(*(lv.own for lv in levels)) if levels else set()
     for lv in levels:
@@ -272,9 +267,9 @@ def _batch_leaf(leaf, axis, lv, what):
 def _unbatch(o, lv, size, out_axes):
     if isinstance(o, Tensor) and has_tangent(o):  # a level opened outside this vmap: its tangent would be dropped
         raise NotImplementedError(
-            "vmap: forward mode of a vmapped function (jvp, jacfwd, linearize or hessian of vmap, or a tensor "
-            "with a tangent in f's closure) is not supported yet: write the transform inside vmap instead "
-            "(vmap(jvp(f)), vmap(jacfwd(f)))"
+            "vmap: forward mode of a vmapped function whose closure holds a tensor with a tangent is not supported "
+            "yet: pass that tensor to the vmapped function as an argument (in_axes=None for one shared by every "
+            "example), or write the transform inside vmap (vmap(jvp(f)))"
         )
     if o.__class__ is Batched and lv in o._levels:
         levels = o._levels
@@ -304,7 +299,9 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
     ``in_axes``: an int (the batch axis of every argument), or a tuple with one entry per argument (an int, or
     None for an argument shared by every example). ``out_axes``: where the batch axis goes in each output.
     ``loop=True`` runs an op without a batching rule once per example instead of raising. Composes with itself
-    (nested vmap) and with forward mode inside it (``vmap(jvp(f))``, ``jacfwd``).
+    (nested vmap), with the transforms inside it (``vmap(jvp(f))``, ``vmap(grad(f))``, ``jacfwd``), with reverse
+    mode through it (``grad`` of vmap, ``backward()``, second order), ``jvp`` and ``linearize`` of it, and
+    ``tg.compile``; ``jacfwd`` of vmap and ``hvp`` through it are refused by name.
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.arange(6.0).reshape(2, 3)
