@@ -100,7 +100,7 @@ def _tangents(x):
         group = getattr(holder, "group", None)
         per = getattr(group, "_tangents", None) if group is not None else None
         if per:
-            i = next((k for k, r in enumerate(group.parts) if r() is holder), None)
+            i = _position(group, holder)
             if i is not None:
                 d = {lv: ts[i] for lv, ts in per.items() if ts[i] is not None}
     return d
@@ -132,9 +132,14 @@ def set_tangent(x: Tensor, lv, t) -> None:
         if per is None:
             per = group._tangents = {}
         ts = per.setdefault(lv, [None] * len(group.parts))
-        for k, r in enumerate(group.parts):
-            if r() is holder:
-                ts[k] = t
+        i = _position(group, holder)
+        if i is not None:
+            ts[i] = t
+
+
+def _position(group, node):
+    """Which output of ``group`` (an op's :class:`~tapegrad.core.node.Outputs`) ``node`` is, or None."""
+    return next((k for k, r in enumerate(group.parts) if r() is node), None)
 
 
 def rule_of(op: Op):
