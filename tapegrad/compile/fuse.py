@@ -39,7 +39,7 @@ import threading
 import numpy as np
 
 from .graph import Const, Value
-from .kernels import SIMD_UFUNCS, lower, scalar
+from .kernels import SIMD_UFUNCS, lowered, scalar
 
 __all__ = [
     "MAX_RUN",
@@ -90,9 +90,7 @@ class Run:
 
 
 def _fusible(step, kernels):
-    k = kernels.get(id(step))
-    if k is None:
-        k = kernels[id(step)] = lower(step)
+    k = lowered(kernels, step)
     if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
         return None
     if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
