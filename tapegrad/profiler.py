@@ -46,7 +46,7 @@ import numpy as np
 from ._state import ACTIVE, PROBE, TRACING
 from ._tensor import Tensor
 from .backend import is_array, nbytes
-from .core.node import ANS, MASK, OP, SAVED, SRCS
+from .core.node import MASK, OP, SRCS, kept_values
 from .core.record import saved_values
 from .errors import fmt_bytes, user_frame
 
@@ -306,7 +306,7 @@ class profile:
         """The replay ``replay`` (its observer) reached an entry, whose rules run next: the bytes its replay
         frees now; its backward event once its rules ran (``times`` then holds their end)."""
         self._flush(replay)
-        freed = sum(self._held.drop(a) for a in _arrays((*rec[SAVED], rec[ANS]))) if frees else 0
+        freed = sum(self._held.drop(a) for a in _arrays(kept_values(rec))) if frees else 0
         self._open[id(replay)] = (rec[OP].name, self._node_sources.get(node), freed, times)
 
     def _flush(self, replay=None) -> None:
@@ -338,7 +338,7 @@ class profile:
                 continue
             for _, entry in tape.live_entries():
                 rec = entry.rec
-                for a in _arrays((*rec[SAVED], rec[ANS])):
+                for a in _arrays(kept_values(rec)):
                     held.keep(a)
         self._held = held
         if held.total != before:

@@ -78,30 +78,22 @@ def to_dot(tape) -> str:
             f'  {_q(f"op{r.index}")} [shape=box, style="rounded,filled", fillcolor={_q(_heat(f))}, '
             f"fontsize={10 + round(6 * f)}, width={0.9 + 1.6 * f:.2f}, penwidth={1 + 2 * f:.1f}, label={_q(label)}];"
         )
-        if r.outputs is not None:  # an op with several outputs: one value per output
-            for label, p, shape, _ in r.outputs:
-                declared.add(label)
-                style = 'shape=doubleoctagon, style=filled, fillcolor="#d9f2d9"' if p not in used else "shape=ellipse"
-                lines.append(f"  {_q(label)} [{style}, label={_q(label)}];")
-                lines.append(f"  {_q(f'op{r.index}')} -> {_q(label)} [label={_q(fmt_shape(shape))}];")
-            for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
-                if src is not None:
-                    lines.append(f"  {_q(name)} -> {_q(f'op{r.index}')} [label={_q(fmt_shape(shape))}];")
-            continue
-        node = r.entry()
-        out = node is not None and node not in used
-        declared.add(r.name)
-        if out:
-            vlabel = f"{r.name}\noutput"
-            lines.append(
-                f'  {_q(r.name)} [shape=doubleoctagon, style=filled, fillcolor="#d9f2d9", label={_q(vlabel)}];'
-            )
-        else:
-            lines.append(f"  {_q(r.name)} [shape=ellipse, label={_q(r.name)}];")
+        # its values: the one output, or each of several (an output that died draws as an inner value)
+        values = [(r.name, r.entry(), r.shape)] if r.outputs is None else [o[:3] for o in r.outputs]
+        for name, node, _ in values:
+            declared.add(name)
+            if node is not None and node not in used:
+                vlabel = f"{name}\noutput"
+                lines.append(
+                    f'  {_q(name)} [shape=doubleoctagon, style=filled, fillcolor="#d9f2d9", label={_q(vlabel)}];'
+                )
+            else:
+                lines.append(f"  {_q(name)} [shape=ellipse, label={_q(name)}];")
         for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
             if src is not None:
                 lines.append(f"  {_q(name)} -> {_q(f'op{r.index}')} [label={_q(fmt_shape(shape))}];")
-        lines.append(f"  {_q(f'op{r.index}')} -> {_q(r.name)} [label={_q(fmt_shape(r.shape))}];")
+        for name, _, shape in values:
+            lines.append(f"  {_q(f'op{r.index}')} -> {_q(name)} [label={_q(fmt_shape(shape))}];")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import pathlib
 import sys
@@ -38,7 +39,7 @@ import threading
 import numpy as np
 
 from .graph import Const, Value
-from .kernels import SIMD_UFUNCS, lower, scalar
+from .kernels import SIMD_UFUNCS, lowered, scalar
 
 __all__ = [
     "MAX_RUN",
@@ -89,12 +90,10 @@ class Run:
 
 
 def _fusible(step, kernels):
-    k = kernels.get(id(step))
-    if k is None:
-        k = kernels[id(step)] = lower(step)
+    k = lowered(kernels, step)
     if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
         return None
-    if k.fn in SIMD_UFUNCS and _size(step.out.shape) >= LARGE:
+    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
         return None  # NumPy's SIMD loop is faster there than a fused scalar call
     s = scalar(step, k)
     if s is None:
@@ -108,13 +107,6 @@ def _fusible(step, kernels):
             if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
                 return None
     return s
-
-
-def _size(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def is_array(a) -> bool:

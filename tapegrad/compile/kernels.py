@@ -150,6 +150,14 @@ def lower(step) -> Kernel:
     return rule(step) if rule is not None else _numpy_default(step)
 
 
+def lowered(kernels, step) -> Kernel:
+    """:func:`lower` of ``step``, kept in ``kernels`` (``id(step) -> Kernel``): each step is lowered once."""
+    k = kernels.get(id(step))
+    if k is None:
+        k = kernels[id(step)] = lower(step)
+    return k
+
+
 def _numpy_default(step) -> Kernel:
     op = step.op
     ufunc = op.numpy

@@ -24,7 +24,7 @@ import bisect
 import heapq
 
 from .graph import Value
-from .kernels import lower
+from .kernels import lower, lowered
 
 __all__ = ["Plan", "plan", "frees"]
 
@@ -92,9 +92,7 @@ def frees(kernels):
     """The scheduler's test: does running ``step`` now free more memory than it takes?"""
 
     def test(step, remaining):
-        k = kernels.get(id(step))
-        if k is None:
-            k = kernels[id(step)] = lower(step)
+        k = lowered(kernels, step)
         freed = 0
         dying_same = False
         for v in step.inputs():
@@ -109,10 +107,7 @@ def frees(kernels):
 
 
 def kernels_fresh(kernels, step) -> bool:
-    k = kernels.get(id(step))
-    if k is None:
-        k = kernels[id(step)] = lower(step)
-    return k.fresh
+    return lowered(kernels, step).fresh
 
 
 def plan(graph, arena_limit=None, donated=None, runs=()) -> Plan:

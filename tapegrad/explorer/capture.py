@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import linecache
-import os
 
 import numpy as np
 
@@ -111,10 +110,12 @@ class ReplayCapture:
         self.tape = None
 
 
-def _where(info):
-    if info is None or info.file is None:
+def _where(row):
+    """The entry's line (``file.py:12``, as the tape's views name it) and its code, or None (no line kept)."""
+    if not row.where:
         return None, None
-    return f"{os.path.basename(info.file)}:{info.line}", linecache.getline(info.file, info.line).strip()
+    info = row.entry.info
+    return row.where, linecache.getline(info.file, info.line).strip()
 
 
 def _input(src, name, shape, known):
@@ -185,7 +186,7 @@ def table(tape, values: dict) -> tuple[list, dict]:
                     known[part] = (r.index, i)
         elif r.entry() is not None:
             known[r.entry()] = r.index
-        where, code = _where(getattr(r.entry, "info", None))
+        where, code = _where(r)
         inputs = []
         for src, name, shape in zip(r.rec[SRCS], r.args, r.arg_shapes):
             inputs.append(_input(src, name, shape, known))

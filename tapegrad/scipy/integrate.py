@@ -53,13 +53,12 @@ def _odeint_vjp(xp, g, ans, y0, t, *args, func, options):
     d, shapes = yt.shape[1], [np.shape(a) for a in args]
     sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
 
+    def split(flat):  # the args' parts of a flat vector, each in its argument's shape
+        ends = np.cumsum(sizes, dtype=np.int64)
+        return [flat[e - n : e].reshape(shape) for shape, n, e in zip(shapes, sizes, ends)]
+
     def unpack(state):
-        flat, k = state[2 * d + 1 :], 0
-        parts = []
-        for shape, n in zip(shapes, sizes):
-            parts.append(flat[k : k + n].reshape(shape))
-            k += n
-        return state[:d], state[d : 2 * d], state[2 * d], parts
+        return state[:d], state[d : 2 * d], state[2 * d], split(state[2 * d + 1 :])
 
     def augmented(state, s):
         y, a, _, _ = unpack(state)
@@ -81,12 +80,7 @@ def _odeint_vjp(xp, g, ans, y0, t, *args, func, options):
         a_args = np.concatenate([np.ravel(p) for p in parts]) if parts else a_args
         a = a + g[i - 1]
     times.append(a_t0)
-    grads = [a, np.array(times[::-1])]
-    k = 0
-    for shape, n in zip(shapes, sizes):
-        grads.append(a_args[k : k + n].reshape(shape))
-        k += n
-    return grads
+    return [a, np.array(times[::-1]), *split(a_args)]
 
 
 _odeint = defop("odeint", _forward, _odeint_vjp, inputs="*", joint=True, save="* ans", register=False)
