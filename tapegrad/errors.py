@@ -25,6 +25,7 @@ __all__ = [
     "NestedTensorError",
     "TapeLeakWarning",
     "TapeEscapeWarning",
+    "numpy_rule_error",
     "warn_once",
     "user_frame",
     "fmt_bytes",
@@ -137,6 +138,20 @@ class TapeEscapeWarning(UserWarning):
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _warned: set = set()  # (category, file, line): each site warns once
+
+
+def numpy_rule_error(name: str, what: str, where: str) -> TapeError:
+    """The error for a rule that computes with NumPy where it must use ``xp`` (so nothing it does is recorded):
+    ``what`` it did, ``where`` (a recorded replay, forward mode).
+
+    >>> str(numpy_rule_error("bad_sin", "returned a ndarray, not a tensor,", "on a recorded replay"))[:52]
+    'bad_sin: its rule returned a ndarray, not a tensor, '
+    """
+    return TapeError(
+        f"{name}: its rule {what} {where}: it computes with NumPy on arrays (np.cos(x), x.data) instead of xp "
+        "(xp.cos(x)), so it is not recorded and every higher derivative through it would be wrong. Write the rule "
+        "with xp's functions"
+    )
 
 
 def user_frame(frame):

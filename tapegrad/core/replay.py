@@ -38,7 +38,7 @@ from .._state import BATCH, CLOCK, FORWARD, TRACER, TRACING, modified_since
 from .._tensor import Tensor
 from ..backend import common_backend, is_array, is_complex
 from ..backend.numpy_rules import numpy_rules
-from ..errors import BatchedValueError, InPlaceModificationError, TapeError
+from ..errors import BatchedValueError, InPlaceModificationError, TapeError, numpy_rule_error
 from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
 from .node import ANS, EPOCH, OP, SAVED, SRCS, Node, Outputs, answers, output_node, outputs_of
@@ -367,12 +367,7 @@ class _CheckedRules:
         return None if rule is None else _checked(rule, self.name, self.joint)
 
 
-def _numpy_rule(name, what):
-    return TapeError(
-        f"{name}: its rule {what} on a recorded replay (create_graph=True, hessian, grad of grad, vmap): it "
-        "computes with NumPy on arrays (np.cos(x), x.data) instead of xp (xp.cos(x)), so it is not recorded and "
-        "every higher derivative through it would be wrong. Write the rule with xp's functions"
-    )
+_REPLAY = "on a recorded replay (create_graph=True, hessian, grad of grad, vmap)"
 
 
 def _checked(rule, name, joint=False):
@@ -380,10 +375,10 @@ def _checked(rule, name, joint=False):
         try:
             out = rule(*args, **params)
         except BatchedValueError as err:  # vmap refused the rule's read: the rule is at fault, not the user's f
-            raise _numpy_rule(name, f"reads a tensor's value ({err.what})") from err
+            raise numpy_rule_error(name, f"reads a tensor's value ({err.what})", _REPLAY) from err
         for gi in out if joint else (out,):
             if gi is not None and not isinstance(gi, Tensor):
-                raise _numpy_rule(name, f"returned a {type(gi).__name__}, not a tensor,")
+                raise numpy_rule_error(name, f"returned a {type(gi).__name__}, not a tensor,", _REPLAY)
         return out
 
     return run
