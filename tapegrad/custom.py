@@ -37,7 +37,9 @@ class CustomOp:
     ('<lambda>', array([2., 2.]))
     """
 
-    def __init__(self, forward: Callable, save, name: str | None, register: bool, broadcast: bool):
+    def __init__(
+        self, forward: Callable, save, name: str | None, register: bool, broadcast: bool, jvp: str | None = "transpose"
+    ):
         params = inspect.signature(forward).parameters.values()
         self.inputs = tuple(p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
         if not self.inputs or any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
@@ -48,7 +50,7 @@ class CustomOp:
         self.forward, self.save, self.register, self.broadcast = forward, save, register, broadcast
         self.name = name or forward.__name__
         self.fn = None
-        self.jvp = "transpose"  # forward mode's rule: the VJP rule transposed (custom_op(jvp=None): none)
+        self.jvp = jvp  # forward mode's rule: by default the VJP rule transposed (custom_op(jvp=None): none)
         functools.update_wrapper(self, forward)
 
     def defvjp(self, rule: Callable) -> Callable:
@@ -124,8 +126,6 @@ def custom_op(
     """
 
     def make(forward: Callable) -> CustomOp:
-        op = CustomOp(forward, save, name, register, broadcast)
-        op.jvp = jvp
-        return op
+        return CustomOp(forward, save, name, register, broadcast, jvp)
 
     return make
