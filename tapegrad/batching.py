@@ -29,7 +29,7 @@ transposed (``jvp="transpose"``); inside another vmap (``jacfwd`` of vmap, whose
 batched by a nested vmap (``_vmap_batch``). Refused naming what to do, never computed wrongly: a tensor of
 ``f``'s closure that a tape or a tangent outside carries, or that ``tg.compile`` traces (the step would keep the
 first call's value), forward mode over a gradient through vmap where an op of the VJP has no batching rule, and
-several outputs of such a call.
+outputs of several dtypes of such a call (its several outputs are one vector per example, split after it).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from .core import BaseTape, stop_recording
 from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
-from .ops import concatenate, reshape
+from .ops import concatenate, moveaxis, reshape, transpose
 from .ops._batching import full, rank, shift_axes, sizes
 from .registry import Op, defop
 
@@ -442,13 +442,7 @@ def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
             out = _plain(fn, list(datas), axes, out_axes, loop, outer, tracer)
     finally:
         TRACER.reset(token)
-    if not isinstance(out, (Tensor, np.ndarray)):
-        raise NotImplementedError(
-            f"vmap: a vmapped function with several outputs (a {type(out).__name__}) under a tape that "
-            "differentiates it or traced by tg.compile is not supported yet: return one array from f, or stack "
-            "the outputs"
-        )
-    return out._data if isinstance(out, Tensor) else out
+    return out._data if isinstance(out, Tensor) else np.asarray(out)  # several outputs come joined (_joined)
 
 
 def _vmap_batch(k, datas, batched, params):
@@ -528,4 +522,43 @@ def _call(fn, leaves, axes, out_axes, loop):
 
 
 def _through_tape(f, spec, leaves, axes, out_axes, loop):
-    return _call(lambda *ls: f(*tree_unflatten(spec, ls)), leaves, axes, out_axes, loop)
+    several = {}  # f's outputs where they are several (a tuple, a dict...): their spec, shapes and dtype
+
+    def one(*ls):
+        out = f(*tree_unflatten(spec, ls))
+        if isinstance(out, (Tensor, np.ndarray)):
+            return out
+        return _joined(out, several)
+
+    res = _call(one, leaves, axes, out_axes, loop)
+    if not several:
+        return res
+    # the op's output is every example's outputs raveled and joined, with vmap's axis where out_axes put it
+    # for a vector: each output again, its batch axis where out_axes puts it
+    if int(out_axes) % 2:
+        res = transpose(res)
+    pieces, off = [], 0
+    for shape in several["shapes"]:
+        size = int(np.prod(shape, dtype=np.int64))
+        piece = reshape(res[:, off : off + size], (res.shape[0], *shape))
+        off += size
+        ax = int(out_axes) % (len(shape) + 1)
+        if ax:
+            piece = moveaxis(piece, 0, ax)
+        pieces.append(piece)
+    return tree_unflatten(several["spec"], pieces)
+
+
+def _joined(out, several):
+    """Several outputs of one example as one vector (the op has one output), what :func:`_through_tape` splits."""
+    outs, ospec = tree_flatten(out, "vmap: the output of f")
+    outs = [o if isinstance(o, Tensor) else Tensor(o) for o in outs]
+    dtypes = {np.dtype(o.dtype) for o in outs}
+    if len(dtypes) > 1:
+        raise NotImplementedError(
+            f"vmap: a vmapped function with outputs of several dtypes ({', '.join(sorted(map(str, dtypes)))}) under a "
+            "tape that differentiates it or traced by tg.compile is not supported yet: cast them to one dtype, or "
+            "vmap each output apart"
+        )
+    several.update(spec=ospec, shapes=[tuple(o.shape) for o in outs])
+    return concatenate([reshape(o, (o.size,)) for o in outs]) if outs else Tensor(np.zeros(0))

@@ -507,13 +507,16 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
             n = math.prod(shape)
             basis = np.eye(n, dtype=dtype).reshape((n,) + shape)
 
-            def column(t, j=j):
+            def column(t, *primals, j=j):
                 ts = [None] * len(flat)
                 ts[j] = t
-                _, touts, tspec = _forward(g, flat, fspec, ts, "jacfwd")
+                _, touts, tspec = _forward(g, list(primals), fspec, ts, "jacfwd")
                 return tree_unflatten(tspec, touts)
 
-            cols = vmap(column, out_axes=-1, loop=True)(basis) if n else None
+            # the primals are vmap's (shared) arguments, not column's closure: a tape or a tangent outside that
+            # carries them differentiates through the columns (grad of jacfwd, jacfwd of jacfwd)
+            axes = (0,) + (None,) * len(flat)
+            cols = vmap(column, in_axes=axes, out_axes=-1, loop=True)(basis, *flat) if n else None
             if not n:
                 _, touts, tspec = _forward(g, flat, fspec, [None] * len(flat), "jacfwd")
                 cols = tree_unflatten(tspec, touts)

@@ -257,8 +257,8 @@ def test_what_reverse_mode_through_vmap_cannot_do_is_refused_naming_it():
         tg.jvp(lambda w: tg.vmap(lambda x: tg.tanh(x @ w))(X), (W,), (W,))
     with pytest.raises(NotImplementedError, match="forward mode over a gradient through a vmapped function"):
         tg.hvp(lambda w: _batch_loss(w, X, Y), W, W)
-    with pytest.raises(NotImplementedError, match="with several outputs"):
-        tg.grad(lambda x: tg.vmap(lambda v: (v, v))(x)[0].sum())(X)
+    with pytest.raises(NotImplementedError, match="with outputs of several dtypes \\(float64, int64\\)"):
+        tg.grad(lambda x: tg.vmap(lambda v: (v, tg.argmax(v, axis=0)))(x)[0].sum())(X)
     assert BATCH.get() == () and TRACING.n == 0
     # after an error the user goes on
     np.testing.assert_allclose(tg.grad(_batch_loss)(W, X, Y), tg.grad(_batch_loss)(W, X, Y), rtol=1e-12)
@@ -344,6 +344,34 @@ def test_forward_mode_through_ops_with_several_outputs_and_vmap_equals_the_loops
     np.testing.assert_allclose(outside, want, rtol=1e-10, atol=1e-12)
 
 
+def test_gradient_through_a_vmapped_function_with_several_outputs_equals_the_loops():
+    def f(x):
+        return tg.sin(x), {"norm": (x**2).sum(), "outer": tg.reshape(x, (3, 1)) * x}
+
+    def loop(x, out_axes=0):
+        outs = [f(x[i]) for i in range(len(x))]
+        stack = lambda vs: tg.moveaxis(tg.stack(vs), 0, out_axes)  # noqa: E731
+        return stack([o[0] for o in outs]), {k: stack([o[1][k] for o in outs]) for k in ("norm", "outer")}
+
+    def loss(outs):
+        a, d = outs
+        wts = np.arange(d["outer"].size).reshape(d["outer"].shape)
+        return (a * tg.cos(a)).sum() + (d["norm"] ** 3).sum() + (tg.tanh(d["outer"]) * wts).sum()
+
+    x = RNG.standard_normal((4, 3))
+    for out_axes in (0, -1):
+        got = tg.grad(lambda x, ax=out_axes: loss(tg.vmap(f, out_axes=ax)(x)))(x)
+        want = tg.grad(lambda x, ax=out_axes: loss(loop(x, ax)))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+    assert tg.gradcheck(lambda x: loss(tg.vmap(f)(x)), x)
+    compiled = tg.compile(tg.grad(lambda x: loss(tg.vmap(f)(x))))
+    for scale in (1.0, 0.5, 2.0):
+        np.testing.assert_allclose(compiled(x * scale), tg.grad(lambda x: loss(loop(x)))(x * scale), rtol=1e-12)
+    got = tg.grad(lambda a: (tg.vmap(la.eigh)(a).eigenvalues ** 2).sum())(SYM)  # an op's several outputs as f's
+    np.testing.assert_allclose(got, tg.grad(lambda a: (la.eigvalsh(a) ** 2).sum())(SYM), rtol=1e-10, atol=1e-12)
+    assert BATCH.get() == () and TRACING.n == 0
+
+
 def test_an_op_with_several_outputs_and_no_rule_is_refused_or_looped():
     halves = defop("halves_demo", lambda x: (x[..., :1] * 2.0, x[..., 1:] - 1.0),
                    lambda xp, g, ans, x: None, register=False, outputs=("head", "tail"))  # fmt: skip
@@ -381,6 +409,20 @@ def test_jacfwd_of_vmap_equals_jacrev_and_the_loop():
     f = lambda x: tg.vmap(lambda a: tg.sin(a) * a.sum())(x)  # noqa: E731
     xs = RNG.standard_normal((3, 2, 4))
     np.testing.assert_allclose(tg.vmap(tg.jacfwd(f))(xs), np.stack([tg.jacrev(f)(x) for x in xs]), rtol=1e-12)
+    assert BATCH.get() == () and TRACING.n == 0
+
+
+def test_transforms_of_jacfwd_differentiate_through_its_columns():
+    f = lambda x: tg.sin(x) * x.sum()  # noqa: E731
+    x = X[:2]
+    np.testing.assert_allclose(tg.jacfwd(tg.jacfwd(f))(x), tg.jacrev(tg.jacrev(f))(x), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tg.jvp(tg.jacfwd(f), (x,), (x,))[1], tg.jvp(tg.jacrev(f), (x,), (x,))[1], rtol=1e-12)
+    rows = lambda x: tg.stack([tg.sin(x[i]) * x[i].sum() for i in range(len(x))])  # noqa: E731
+    batched = lambda x: tg.vmap(lambda a: tg.sin(a) * a.sum())(x)  # noqa: E731
+    for g, ref in ((f, f), (batched, rows)):
+        want = tg.grad(lambda x, ref=ref: (tg.jacrev(ref)(x) ** 2).sum())(x)
+        got = tg.grad(lambda x, g=g: (tg.jacfwd(g)(x) ** 2).sum())(x)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
     assert BATCH.get() == () and TRACING.n == 0
 
 
