@@ -362,6 +362,16 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
     return vmapped
 
 
+def _own_view(a):
+    """A shared argument of a traced call on a view of its own, which the closure check (``_refuse_traced``) tells
+    apart from the trace's values: the argument is the step's input, not a value kept from the trace."""
+    if isinstance(a, np.ndarray):
+        return a.view()
+    if a.__class__ is Tensor and a._node is None and not a.requires_grad:
+        return Tensor._wrap(a._data.view()) if isinstance(a._data, np.ndarray) else a
+    return a
+
+
 def _plain(f, args, axes, out_axes, loop, sealed=None, traced=None):
     """vmap's run: every argument batched (or shared), ``f`` run once on the batch, the outputs unbatched."""
     with _level(None, loop, sealed, traced) as lv:
@@ -369,8 +379,7 @@ def _plain(f, args, axes, out_axes, loop, sealed=None, traced=None):
         new = []
         for i, (a, ax) in enumerate(zip(args, axes)):
             if ax is None:
-                # traced: a view of its own, which the closure check tells apart from the trace's values
-                new.append(a.view() if traced is not None and isinstance(a, np.ndarray) else a)
+                new.append(a if traced is None else _own_view(a))
                 continue
             leaves, spec = tree_flatten(a, f"vmap: argument {i}")
             batched = []
