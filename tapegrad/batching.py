@@ -46,7 +46,7 @@ from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
 from .ops import concatenate, reshape
-from .ops._batching import full, rank, shift_axes, sizes
+from .ops._batching import BatchedIndex, full, rank, shift_axes, sizes
 from .registry import Op, defop
 
 __all__ = ["vmap", "RULES", "rule_of", "derivation"]
@@ -195,28 +195,57 @@ def _refuse_closure(op, args, levels):
                 )
 
 
+def _aligned(a, levels):
+    """A batched tensor's data with an axis (of size 1 where it does not vary) for each of ``levels``."""
+    d = a._data
+    for j, lv in enumerate(levels):
+        if lv not in a._levels:
+            d = np.expand_dims(d, j)
+    return d
+
+
+def _batched_params(op, params, rule):
+    """The names of ``params`` that f computed from its arguments (batched), refused unless ``rule`` takes them."""
+    names = [
+        name
+        for name, v in params.items()
+        if v.__class__ is Batched or (v.__class__ is tuple and any(i.__class__ is Batched for i in v))
+    ]
+    takes = getattr(rule, "batched_params", ())
+    for name in names:
+        if name not in takes or params[name].__class__ is tuple:
+            raise NotImplementedError(
+                f"vmap: {op.name}'s parameter {name} varies along the batch (an index f computed from, or was "
+                "given as, a batched argument), which its batching rule does not take: gather with "
+                "tg.take_along_axis (its rule takes batched indices), or make the index the same for every example"
+            )
+    return names
+
+
 def _step(op, args, params):
     """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
     _refuse_closure(op, args, BATCH.get())
+    rule = rule_of(op)
+    varying = _batched_params(op, params, rule)
     present = set()
     for a in args:
         if a.__class__ is Batched:
             present.update(a._levels)
+    for name in varying:
+        present.update(params[name]._levels)
     levels = tuple(lv for lv in BATCH.get() if lv in present)
     k = len(levels)
+    given = params  # the tape and forward mode keep the batched tensors: their replays batch again
+    if varying:
+        params = dict(params, **{name: BatchedIndex(_aligned(params[name], levels)) for name in varying})
     datas, batched = [], []
     for a in args:
         if a.__class__ is Batched:
-            d = a._data
-            for j, lv in enumerate(levels):
-                if lv not in a._levels:
-                    d = np.expand_dims(d, j)
-            datas.append(d)
+            datas.append(_aligned(a, levels))
             batched.append(True)
         else:
             datas.append(a._data if isinstance(a, Tensor) else a)
             batched.append(False)
-    rule = rule_of(op)
     if rule is None:
         if not any(lv.loop for lv in levels):
             raise NotImplementedError(
@@ -233,10 +262,10 @@ def _step(op, args, params):
     out = out if isinstance(out, np.ndarray) else np.asarray(out)
     result = Batched.make(out, levels)
     if op.differentiable and ACTIVE.get():
-        record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
+        record_batched(op, args, given, result)  # its replay runs the rules on tensors: batched again
     levels_fwd = FORWARD.get()
     if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
-        _tangent_step(levels_fwd, op, args, params, result)
+        _tangent_step(levels_fwd, op, args, given, result)
     return result
 
 
