@@ -22,9 +22,14 @@ Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward
 ``record()``) and ``tg.compile`` of a vmapped function: the call is one op (``_vmap_op``), whose forward is vmap's
 run on the arguments' values and whose rule is the same op of one example's VJP, so its gradient is the loop's
 and can be differentiated again, and a compiled program runs it as one step. Refused naming what to do, never
-computed wrongly: a tensor of ``f``'s closure that a tape or a tangent outside carries, ``jacfwd`` of vmap and
-forward mode over a gradient through it, and several outputs of such a call. ``jvp`` of vmap is the op's VJP
-transposed (``jvp="transpose"``).
+computed wrongly: a tensor of ``f``'s closure that a tape or a tangent outside carries, ``jacfwd`` of vmap,
+forward mode over a gradient through it whose rule runs an op without a batching rule, and several outputs of
+such a call. ``jvp`` of vmap is the op's VJP transposed (``jvp="transpose"``).
+
+A parameter that ``f`` computed from a batched argument (``argsort``'s indices in ``sort``) is batched too: the
+core hands such an op to :func:`_step` as it does a batched input, and a rule that takes the parameter names it
+in ``rule.batched_params`` (``take_along_axis``'s ``indices``); any other rule is refused naming the op and the
+parameter, never run on the whole batch's index.
 """
 
 from __future__ import annotations
@@ -330,7 +335,7 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
     ``loop=True`` runs an op without a batching rule once per example instead of raising. Composes with itself
     (nested vmap), with the transforms inside it (``vmap(jvp(f))``, ``vmap(grad(f))``, ``jacfwd``), with reverse
     mode through it (``grad`` of vmap, ``backward()``, second order), ``jvp`` and ``linearize`` of it, and
-    ``tg.compile``; ``jacfwd`` of vmap and ``hvp`` through it are refused by name.
+    ``tg.compile``; ``jacfwd`` of vmap is refused by name.
 
     >>> import numpy as np, tapegrad as tg
     >>> A = np.arange(6.0).reshape(2, 3)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ._batched import Batched
 from ._scope import (
     Scope,
     argnums_of,
@@ -382,6 +383,8 @@ def _primal(leaf, what):
                             "pass floating-point data, e.g. x.astype(np.float64)")  # fmt: skip
         if leaf._node is not None or leaf.requires_grad or has_tangent(leaf):
             return functional_input(leaf)
+        if leaf.__class__ is Batched:  # inside vmap (vmap(jvp(f)) of batched primals): still one example's
+            return Batched.make(leaf._data, leaf._levels)
         return Tensor._wrap(leaf._data)
     data = np.asarray(leaf)
     return Tensor._wrap(data if data.dtype.kind in "fc" else data.astype(np.float64))

@@ -188,6 +188,18 @@ def test_vmap_of_forward_mode_and_of_hvp():
     np.testing.assert_allclose(hv.reshape(12, 12), H.reshape(12, 12), rtol=1e-10, atol=1e-12)
 
 
+def test_vmap_of_forward_mode_of_batched_primals_equals_the_loop():
+    T = RNG.standard_normal(X.shape)
+    for f in (lambda a: (a * a).sum(), lambda a: tg.sort(a) * np.arange(4.0), lambda a: tg.median(a) * a):
+        got = tg.vmap(lambda x, t, f=f: tg.jvp(f, (x,), (t,)))(X, T)  # was f of the whole batch as one example
+        want = [tg.jvp(f, (X[j],), (T[j],)) for j in range(len(X))]
+        for i in range(2):
+            np.testing.assert_allclose(got[i], np.stack([w[i] for w in want]), rtol=1e-12, atol=1e-14)
+        hv = tg.vmap(lambda x, t, f=f: tg.hvp(lambda a: (f(a) ** 2).sum(), x, t))(X, T)
+        each = np.stack([tg.hvp(lambda a: (f(a) ** 2).sum(), X[j], T[j]) for j in range(len(X))])
+        np.testing.assert_allclose(hv, each, rtol=1e-10, atol=1e-12)
+
+
 def _batch_loss(w, x, y):
     return tg.vmap(_loss, in_axes=(None, 0, 0))(w, x, y).sum()
 
