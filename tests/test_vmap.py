@@ -195,8 +195,12 @@ def test_vmap_of_forward_mode_of_batched_primals_equals_the_loop():
         want = [tg.jvp(f, (X[j],), (T[j],)) for j in range(len(X))]
         for i in range(2):
             np.testing.assert_allclose(got[i], np.stack([w[i] for w in want]), rtol=1e-12, atol=1e-14)
-        hv = tg.vmap(lambda x, t, f=f: tg.hvp(lambda a: (f(a) ** 2).sum(), x, t))(X, T)
-        each = np.stack([tg.hvp(lambda a: (f(a) ** 2).sum(), X[j], T[j]) for j in range(len(X))])
+
+        def square(a, f=f):
+            return (f(a) ** 2).sum()
+
+        hv = tg.vmap(lambda x, t: tg.hvp(square, x, t))(X, T)
+        each = np.stack([tg.hvp(square, X[j], T[j]) for j in range(len(X))])
         np.testing.assert_allclose(hv, each, rtol=1e-10, atol=1e-12)
 
 
