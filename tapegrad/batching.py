@@ -28,7 +28,7 @@ such a call. ``jvp`` of vmap is the op's VJP transposed (``jvp="transpose"``).
 
 A parameter that ``f`` computed from a batched argument (``argsort``'s indices in ``sort``) is batched too: the
 core hands such an op to :func:`_step` as it does a batched input, and a rule that takes the parameter names it
-in ``rule.batched_params`` (``take_along_axis``'s ``indices``); any other rule is refused naming the op and the
+in ``rule.batched_params`` (``getitem``'s ``index``, ``take_along_axis``'s ``indices``); any other rule is refused naming the op and the
 parameter, never run on the whole batch's index.
 """
 
@@ -209,6 +209,12 @@ def _aligned(a, levels):
     return d
 
 
+def _lined_param(v, levels):
+    if v.__class__ is tuple:  # an index tuple: each batched array in it
+        return tuple(_lined_param(i, levels) for i in v)
+    return BatchedIndex(_aligned(v, levels)) if v.__class__ is Batched else v
+
+
 def _batched_params(op, params, rule):
     """The names of ``params`` that f computed from its arguments (batched), refused unless ``rule`` takes them."""
     names = [
@@ -218,11 +224,11 @@ def _batched_params(op, params, rule):
     ]
     takes = getattr(rule, "batched_params", ())
     for name in names:
-        if name not in takes or params[name].__class__ is tuple:
+        if name not in takes:
             raise NotImplementedError(
                 f"vmap: {op.name}'s parameter {name} varies along the batch (an index f computed from, or was "
-                "given as, a batched argument), which its batching rule does not take: gather with "
-                "tg.take_along_axis (its rule takes batched indices), or make the index the same for every example"
+                "given as, a batched argument), which its batching rule does not take: gather with x[i] or "
+                "tg.take_along_axis (their rules take batched indices), or make the index the same for every example"
             )
     return names
 
@@ -237,12 +243,14 @@ def _step(op, args, params):
         if a.__class__ is Batched:
             present.update(a._levels)
     for name in varying:
-        present.update(params[name]._levels)
+        for v in params[name] if params[name].__class__ is tuple else (params[name],):
+            if v.__class__ is Batched:
+                present.update(v._levels)
     levels = tuple(lv for lv in BATCH.get() if lv in present)
     k = len(levels)
     given = params  # the tape and forward mode keep the batched tensors: their replays batch again
     if varying:
-        params = dict(params, **{name: BatchedIndex(_aligned(params[name], levels)) for name in varying})
+        params = dict(params, **{name: _lined_param(params[name], levels) for name in varying})
     datas, batched = [], []
     for a in args:
         if a.__class__ is Batched:
@@ -437,7 +445,10 @@ def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
     token = TRACER.set(None)  # traced, the call is one step of the program: it runs vmap on arrays
     try:
         with stop_recording():  # the tapes outside record this op alone
-            out = _plain(fn, list(datas), axes, out_axes, loop, outer)
+            # a differentiated argument reaches f as the tensor it was, not its array: ``w[i]`` with ``i``
+            # batched is tapegrad's indexing, where NumPy's would read the batch's values
+            args = [Tensor._wrap(d) if k == 2 and isinstance(d, np.ndarray) else d for d, k in zip(datas, needs)]
+            out = _plain(fn, args, axes, out_axes, loop, outer)
     finally:
         TRACER.reset(token)
     if not isinstance(out, (Tensor, np.ndarray)):

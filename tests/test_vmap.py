@@ -344,12 +344,39 @@ def test_sort_and_median_give_per_example_gradients_through_their_computed_indic
     assert tg.gradcheck(lambda a: tg.vmap(loss)(a).sum(), x)
 
 
+def test_a_batched_integer_index_picks_each_examples_own():
+    x, idx = RNG.standard_normal((3, 5, 4)), RNG.integers(-4, 4, (3, 2, 2))
+    for f in (lambda a, i: a[i], lambda a, i: a[:, i], lambda a, i: a[1:, i, None], lambda a, i: a[..., i]):
+        want = np.stack([f(x[j], idx[j]) for j in range(3)])  # NumPy's indexing, one example at a time
+        np.testing.assert_allclose(tg.vmap(f)(x, idx), want, rtol=0)
+    # an embedding table shared by the examples, each with its own tokens: per-example gradients
+    table, tokens = RNG.standard_normal((7, 4)), RNG.integers(0, 7, (3, 5))
+
+    def loss(e, t):
+        return (tg.tanh(e[t]) ** 2).sum()
+
+    got = tg.vmap(tg.grad(loss), in_axes=(None, 0))(table, tokens)
+    want = np.stack([tg.grad(loss)(table, t) for t in tokens])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    through = tg.grad(lambda e: tg.vmap(loss, in_axes=(None, 0))(e, tokens).sum())(table)
+    np.testing.assert_allclose(through, want.sum(axis=0), rtol=1e-12, atol=1e-15)
+    # nested: the indices vary along the outer level, the input along both
+    f = lambda a, i: (a[:, i] ** 2).sum()  # noqa: E731
+    scaled = np.stack([x, 2 * x], axis=1)
+    got = tg.vmap(lambda a, i: tg.vmap(tg.grad(f), in_axes=(0, None))(a, i))(scaled, idx)
+    want = [[tg.grad(f)(scaled[j, s], idx[j]) for s in range(2)] for j in range(3)]
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
+
+
 def test_an_index_whose_rule_takes_no_batch_is_refused_naming_it():
     x, idx = RNG.standard_normal((3, 5)), np.array([[0, 1], [2, 3], [4, 4]])
-    with pytest.raises(NotImplementedError, match="getitem's parameter index varies along the batch"):
-        tg.vmap(lambda a, i: a[i])(x, idx)  # was each example indexed by every example's indices
-    with pytest.raises(NotImplementedError, match="getitem's parameter index varies along the batch"):
-        tg.vmap(lambda a, i: a[i], loop=True)(x, idx)  # the loop would index by the whole batch too
+    index_update = tg.ops.indexing._index_update_op  # the op itself: tg.index_update reads the index first
+    with pytest.raises(NotImplementedError, match="index_update's parameter index varies along the batch"):
+        tg.vmap(lambda a, i: index_update(a, a[0], index=i))(x, idx)
+    with pytest.raises(NotImplementedError, match="index_update's parameter index varies along the batch"):
+        tg.vmap(lambda a, i: index_update(a, a[0], index=i), loop=True)(x, idx)  # a loop would get the batch's
+    with pytest.raises(NotImplementedError, match="getitem with a boolean mask beside a batched index"):
+        tg.vmap(lambda a, m: a[m])(x, x > 0)  # each example would select a different count
     with pytest.raises(TypeError, match="reads the value of a batched tensor"):  # it dedupes the positions
         tg.vmap(lambda a, i: tg.index_update(a, i, 0.0))(x, idx)
     assert BATCH.get() == () and TRACING.n == 0

@@ -22,6 +22,15 @@ __all__ = [
 ]  # fmt: skip
 
 
+def _takes(*names):
+    # the batched parameters a rule takes (see the module docstring)
+    def mark(rule):
+        rule.batched_params = names
+        return rule
+
+    return mark
+
+
 def rank(d, b, k):
     return np.ndim(d) - (k if b else 0)
 
@@ -102,10 +111,16 @@ def _is_advanced(i) -> bool:
     return not (isinstance(i, slice) or i is None or i is Ellipsis or isinstance(i, (int, np.integer)))
 
 
+@_takes("index")
 def getitem_rule(k, datas, batched, params):
     x = _one(datas, batched, "getitem")
     index = params["index"]
     index = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, BatchedIndex) for i in index):  # each example indexed by its own array
+        x = x if batched[0] else np.reshape(x, (1,) * k + np.shape(x))
+        full_index, lead, m = _per_example_index(k, index, x.shape[:k], x.ndim - k, "getitem")
+        out = x[full_index]  # (batch, index, lead, rest): the leading slices' axes go after the batch's
+        return np.moveaxis(out, tuple(range(k + m, k + m + lead)), tuple(range(k, k + lead)))
     arrays = [j for j, i in enumerate(index) if _is_advanced(i)]
     if arrays:
         picked = [j for j, i in enumerate(index) if _is_advanced(i) or isinstance(i, (int, np.integer))]
@@ -200,12 +215,29 @@ def _index_with_batch(k, idx):
     return np.reshape(idx, (1,) * k + idx.shape)
 
 
-def _takes(*names):
-    def mark(rule):
-        rule.batched_params = names
-        return rule
-
-    return mark
+def _per_example_index(k, index, batch, r, name):
+    """An index of one example holding batched arrays, as one index of the batch: an arange per batch axis and
+    the example's arrays lined up behind them; and how many axes the slices before the arrays make (NumPy puts
+    them after the arrays' axes, the batch's being arrays too) and how many the arrays make."""
+    index = _adjacent_arrays(index, name)
+    group = [j for j, i in enumerate(index) if _is_advanced(i) or isinstance(i, (int, np.integer))]
+    arrays = [i.data if isinstance(i, BatchedIndex) else np.asarray(i) for i in (index[j] for j in group)]
+    if any(a.dtype == bool for a in arrays):
+        raise NotImplementedError(
+            f"vmap: {name} with a boolean mask beside a batched index: the selected count would differ between "
+            "examples; use tg.where, or integer indices"
+        )
+    own = [a.shape[k:] if isinstance(index[j], BatchedIndex) else a.shape for j, a in zip(group, arrays)]
+    m = len(np.broadcast_shapes(*own))
+    lined = [
+        np.reshape(a, (a.shape[:k] if isinstance(index[j], BatchedIndex) else (1,) * k) + (1,) * (m - len(o)) + o)
+        for j, a, o in zip(group, arrays, own)
+    ]
+    aranges = tuple(np.arange(b).reshape((1,) * j + (b,) + (1,) * (k - 1 - j + m)) for j, b in enumerate(batch))
+    consumed = sum(1 for i in index if i is not None and i is not Ellipsis)
+    widths = [r - consumed if i is Ellipsis else 1 for i in index[: group[0]]]
+    full_index = aranges + index[: group[0]] + tuple(lined) + index[group[-1] + 1 :]
+    return full_index, sum(widths), m
 
 
 def _adjacent_arrays(index, name):
@@ -319,9 +351,20 @@ def convolve_rule(correlate, offset):
 
 
 # -- indexing --------------------------------------------------------------------------------------------------
+@_takes("index")
 def scatter_rule(k, datas, batched, params):
     g = _one(datas, batched, "scatter")
     index = _adjacent_arrays(params["index"], "scatter")
+    if any(isinstance(i, BatchedIndex) for i in index):  # getitem's adjoint, each example at its own index
+        g = g if batched[0] else np.reshape(g, (1,) * k + np.shape(g))
+        shape = tuple(params["shape"])
+        n = [max(a, i.data.shape[j]) for j, a in enumerate(g.shape[:k]) for i in index if isinstance(i, BatchedIndex)]
+        n = tuple(max(n[j::k]) if n else 1 for j in range(k)) if n else g.shape[:k]
+        full_index, lead, m = _per_example_index(k, index, n, len(shape), "scatter")
+        g = np.moveaxis(g, tuple(range(k, k + lead)), tuple(range(k + m, k + m + lead)))
+        out = np.zeros(n + shape, dtype=g.dtype)
+        np.add.at(out, full_index, g)  # repeated positions accumulate
+        return out
     out = np.zeros(g.shape[:k] + tuple(params["shape"]), dtype=g.dtype)
     np.add.at(out, (slice(None),) * k + index, g)  # repeated integer indices accumulate
     return out
