@@ -366,6 +366,12 @@ def test_a_batched_integer_index_picks_each_examples_own():
     got = tg.vmap(lambda a, i: tg.vmap(tg.grad(f), in_axes=(0, None))(a, i))(scaled, idx)
     want = [[tg.grad(f)(scaled[j, s], idx[j]) for s in range(2)] for j in range(3)]
     np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
+    # two batched arrays in one index, one varying along both levels, the other along the inner one
+    rows, cols = RNG.integers(0, 5, (2, 3, 2)), RNG.integers(0, 4, (3, 2))
+    g = lambda a, i, j: (a[i, j] ** 2).sum()  # noqa: E731
+    got = tg.vmap(lambda a, i: tg.vmap(tg.grad(g))(a, i, cols))(scaled.transpose(1, 0, 2, 3)[:, :3], rows)
+    want = [[tg.grad(g)(scaled[b, a], rows[a, b], cols[b]) for b in range(3)] for a in range(2)]
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
 
 
 def test_an_index_whose_rule_takes_no_batch_is_refused_naming_it():

@@ -358,8 +358,8 @@ def scatter_rule(k, datas, batched, params):
     if any(isinstance(i, BatchedIndex) for i in index):  # getitem's adjoint, each example at its own index
         g = g if batched[0] else np.reshape(g, (1,) * k + np.shape(g))
         shape = tuple(params["shape"])
-        n = [max(a, i.data.shape[j]) for j, a in enumerate(g.shape[:k]) for i in index if isinstance(i, BatchedIndex)]
-        n = tuple(max(n[j::k]) if n else 1 for j in range(k)) if n else g.shape[:k]
+        arrays = [i.data for i in index if isinstance(i, BatchedIndex)]
+        n = tuple(max([g.shape[j]] + [a.shape[j] for a in arrays]) for j in range(k))
         full_index, lead, m = _per_example_index(k, index, n, len(shape), "scatter")
         g = np.moveaxis(g, tuple(range(k, k + lead)), tuple(range(k + m, k + m + lead)))
         out = np.zeros(n + shape, dtype=g.dtype)
