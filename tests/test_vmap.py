@@ -329,12 +329,13 @@ def test_a_batched_index_gathers_each_examples_own():
     np.testing.assert_allclose(nest[:, 1], 2 * want, rtol=0)
 
 
-def test_sort_and_median_give_per_example_gradients_through_their_computed_indices():
+def test_order_statistics_and_average_give_per_example_gradients_through_their_computed_indices():
     x = RNG.permutation(24).reshape(4, 6) / 7.0  # distinct values: no tie
     w = RNG.standard_normal(6)
 
     def loss(a):
-        return (tg.sort(a) * w).sum() + tg.median(a) * 3.0 + tg.quantile(a, 0.3)
+        order = (tg.sort(a) * w).sum() + tg.median(a) * 3.0 + tg.quantile(a, 0.3) + tg.percentile(a, [40, 90]).sum()
+        return order + tg.partition(a, 2)[2] * 2.0 + tg.average(a, weights=a * a + 1.0)
 
     got = tg.vmap(tg.grad(loss))(x)
     want = np.stack([tg.grad(loss)(x[j]) for j in range(4)])
