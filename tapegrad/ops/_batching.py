@@ -114,21 +114,12 @@ def _is_advanced(i) -> bool:
 @_takes("index")
 def getitem_rule(k, datas, batched, params):
     x = _one(datas, batched, "getitem")
-    index = params["index"]
-    index = index if isinstance(index, tuple) else (index,)
+    index = _adjacent_arrays(params["index"], "getitem")
     if any(isinstance(i, BatchedIndex) for i in index):  # each example indexed by its own array
         x = x if batched[0] else np.reshape(x, (1,) * k + np.shape(x))
         full_index, lead, m = _per_example_index(k, index, x.shape[:k], x.ndim - k, "getitem")
         out = x[full_index]  # (batch, index, lead, rest): the leading slices' axes go after the batch's
         return np.moveaxis(out, tuple(range(k + m, k + m + lead)), tuple(range(k, k + lead)))
-    arrays = [j for j, i in enumerate(index) if _is_advanced(i)]
-    if arrays:
-        picked = [j for j, i in enumerate(index) if _is_advanced(i) or isinstance(i, (int, np.integer))]
-        if picked != list(range(picked[0], picked[-1] + 1)):
-            raise NotImplementedError(
-                "vmap: getitem with array indices separated by slices moves their axes first, which a batch "
-                "axis in front would change: index in two steps (x[:, idx][idx2])"
-            )
     return x[(slice(None),) * k + index]
 
 
