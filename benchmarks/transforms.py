@@ -2,6 +2,10 @@
 
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.transforms          # one thread, as the table in issue 26
     OPENBLAS_NUM_THREADS=1 python -m benchmarks.transforms --quick  # fewer rounds (CI's smoke run)
+    OPENBLAS_NUM_THREADS=1 python -m benchmarks.transforms --ref main  # this tree beside git ref main's
+
+``--ref`` adds a column for the ``tapegrad`` package of a git ref, imported beside this tree's under another name
+(as ``benchmarks.overhead`` does), so that a change is measured before and after in one process, round by round.
 
 ``f(x) = sum(tanh(A @ tanh(A @ x)) ** 2)`` with ``x`` of size 200: each figure is a multiple of ``f``'s own time in
 the same library (best of interleaved rounds), for ``grad``, ``jvp`` of ``tanh(A @ tanh(A @ x))``, ``hvp``
@@ -15,6 +19,8 @@ checked against tapegrad's before it is timed.
 from __future__ import annotations
 
 import argparse
+import pathlib
+import tempfile
 import timeit
 
 import numpy as np
@@ -27,7 +33,7 @@ A = rng.standard_normal((N, N)) / np.sqrt(N)
 X0, T0 = rng.standard_normal(N), rng.standard_normal(N)
 
 
-def tapegrad_row():
+def tapegrad_row(tg=tg):
     def inner(x):
         return tg.tanh(A @ tg.tanh(A @ x))
 
@@ -133,13 +139,21 @@ def mlp_problem(batch=256):
     return params, x, y
 
 
-def loss(p, x, y):
-    """Cross-entropy of one example (or of a batch, summed) with one-hot targets."""
-    h = tg.relu(x @ p["w1"] + p["b1"])
-    return -(y * tg.log_softmax(h @ p["w2"] + p["b2"], axis=-1)).sum()
+def loss_of(tg):
+    def loss(p, x, y):
+        """Cross-entropy of one example (or of a batch, summed) with one-hot targets."""
+        h = tg.relu(x @ p["w1"] + p["b1"])
+        return -(y * tg.log_softmax(h @ p["w2"] + p["b2"], axis=-1)).sum()
+
+    return loss
 
 
-def per_example(rounds):
+loss = loss_of(tg)
+
+
+def per_example_fns(tg=tg):
+    """The per-example rows of ``tg``, each checked: ``{name: (fn, calls per timing)}``."""
+    loss = loss_of(tg)
     params, x, y = mlp_problem()
     batched = tg.grad(loss)
     each = tg.vmap(tg.grad(loss), in_axes=(None, 0, 0))
@@ -153,6 +167,12 @@ def per_example(rounds):
         "vmap(grad(loss))": (lambda: each(params, x, y), 10),
         "a loop of 256 gradients": (lambda: [tg.grad(loss)(params, x[i], y[i]) for i in range(256)], 1),
     }
+    return fns
+
+
+def per_example(rounds, packages):
+    """Best time per call of each per-example row, for each package (``{label: tapegrad module}``), interleaved."""
+    fns = {(lib, k): v for lib, tg in packages.items() for k, v in per_example_fns(tg).items()}
     times = {k: [] for k in fns}
     for _ in range(rounds):
         for k, (fn, n) in fns.items():
@@ -165,9 +185,23 @@ def main(argv=None):
         description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="two rounds instead of seven")
+    parser.add_argument("--ref", default=None, help="also a column for the tapegrad of this git ref (e.g. main)")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else 7
-    rows = {"tapegrad": tapegrad_row()}
+    with tempfile.TemporaryDirectory() as tmp:
+        packages = {"tapegrad": tg}
+        if args.ref is not None:
+            from benchmarks.overhead import load_ref, resolve_ref
+
+            ref = resolve_ref(args.ref)
+            if ref is None:
+                parser.error(f"--ref {args.ref}: not a git ref of this checkout")
+            packages[f"tapegrad {args.ref}"] = load_ref(ref, pathlib.Path(tmp))
+        report(packages, rounds)
+
+
+def report(packages, rounds):
+    rows = {lib: tapegrad_row(pkg) for lib, pkg in packages.items()}
     for lib, make in (("autograd", autograd_row), ("JAX (eager)", jax_row)):
         row = make()
         if row is not None:
@@ -176,8 +210,8 @@ def main(argv=None):
     best = measure(rows, rounds)
     libs = list(rows)
     print(f"f(x) = sum(tanh(A @ tanh(A @ x))**2), x of size {N}: multiples of f's own time in each library")
-    print(f"{'':<22}" + "".join(f"{lib:>16}" for lib in libs))
-    print(f"{'f itself (µs)':<22}" + "".join(f"{best[lib]['f'] * 1e6:>16.1f}" for lib in libs))
+    print(f"{'':<22}" + "".join(f"{lib:>20}" for lib in libs))
+    print(f"{'f itself (µs)':<22}" + "".join(f"{best[lib]['f'] * 1e6:>20.1f}" for lib in libs))
     for k in ("grad", "jvp", "hvp", "jacobian", "hessian"):
         cells = []
         for lib in libs:
@@ -185,12 +219,14 @@ def main(argv=None):
             extra = f" ({best[lib][k] / best[lib]['grad']:.1f}x grad)" if k == "hvp" else ""
             cells.append(f"{ratio:.1f}x{extra}")
         label = {"jacobian": f"jacobian {N}x{N}", "hessian": f"hessian {N}x{N}"}.get(k, k)
-        print(f"{label:<22}" + "".join(f"{c:>16}" for c in cells))
-    pe = per_example(rounds)
-    base = pe["one batched gradient"]
+        print(f"{label:<22}" + "".join(f"{c:>20}" for c in cells))
+    pe = per_example(rounds, packages)
     print("\nper-example gradients, digits MLP 64-32-10, 256 examples (multiples of one batched gradient)")
-    for k, v in pe.items():
-        print(f"  {k:<26}{v * 1e3:8.2f} ms  {v / base:6.1f}x")
+    for lib in packages:
+        base = pe[(lib, "one batched gradient")]
+        for (who, k), v in pe.items():
+            if who == lib:
+                print(f"  {lib + ': ' + k:<40}{v * 1e3:8.2f} ms  {v / base:6.1f}x")
 
 
 if __name__ == "__main__":
