@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import statistics
 import tempfile
+import time
 import timeit
 
 import numpy as np
@@ -106,13 +108,20 @@ NUMBER = {"f": 200, "grad": 50, "jvp": 50, "hvp": 50, "jacobian": 3, "hessian": 
 
 
 def measure(rows, rounds):
-    """Best time per call of every candidate, the rounds interleaved so that load hits all alike."""
+    """Every candidate's time per call in each round (process CPU time), the rounds interleaved so that load hits
+    all alike: ``{lib: {row: [seconds per round]}}``."""
     times = {lib: {k: [] for k in row} for lib, row in rows.items()}
     for _ in range(rounds):
         for lib, row in rows.items():
             for k, fn in row.items():
-                times[lib][k].append(timeit.timeit(fn, number=NUMBER[k]) / NUMBER[k])
-    return {lib: {k: min(v) for k, v in t.items()} for lib, t in times.items()}
+                times[lib][k].append(timeit.Timer(fn, timer=time.process_time).timeit(NUMBER[k]) / NUMBER[k])
+    return times
+
+
+def ratios(a, b):
+    """The median and quartiles of the per-round ratios ``a[i] / b[i]`` (the same round's load on both)."""
+    q = statistics.quantiles([x / y for x, y in zip(a, b)], n=4, method="inclusive")
+    return statistics.median(x / y for x, y in zip(a, b)), q[0], q[2]
 
 
 def check(rows):
@@ -176,8 +185,8 @@ def per_example(rounds, packages):
     times = {k: [] for k in fns}
     for _ in range(rounds):
         for k, (fn, n) in fns.items():
-            times[k].append(timeit.timeit(fn, number=n) / n)
-    return {k: min(v) for k, v in times.items()}
+            times[k].append(timeit.Timer(fn, timer=time.process_time).timeit(n) / n)
+    return times
 
 
 def main(argv=None):
@@ -207,7 +216,8 @@ def report(packages, rounds):
         if row is not None:
             rows[lib] = row
     check(rows)
-    best = measure(rows, rounds)
+    times = measure(rows, rounds)
+    best = {lib: {k: min(v) for k, v in t.items()} for lib, t in times.items()}
     libs = list(rows)
     print(f"f(x) = sum(tanh(A @ tanh(A @ x))**2), x of size {N}: multiples of f's own time in each library")
     print(f"{'':<22}" + "".join(f"{lib:>20}" for lib in libs))
@@ -220,13 +230,32 @@ def report(packages, rounds):
             cells.append(f"{ratio:.1f}x{extra}")
         label = {"jacobian": f"jacobian {N}x{N}", "hessian": f"hessian {N}x{N}"}.get(k, k)
         print(f"{label:<22}" + "".join(f"{c:>20}" for c in cells))
-    pe = per_example(rounds, packages)
+    pe_times = per_example(rounds, packages)
+    pe = {k: min(v) for k, v in pe_times.items()}
     print("\nper-example gradients, digits MLP 64-32-10, 256 examples (multiples of one batched gradient)")
     for lib in packages:
         base = pe[(lib, "one batched gradient")]
         for (who, k), v in pe.items():
             if who == lib:
-                print(f"  {lib + ': ' + k:<40}{v * 1e3:8.2f} ms  {v / base:6.1f}x")
+                med, lo, hi = ratios(pe_times[(who, k)], pe_times[(lib, "one batched gradient")])
+                print(
+                    f"  {lib + ': ' + k:<40}{v * 1e3:8.2f} ms  best {v / base:6.1f}x  median {med:.2f}x [{lo:.2f}, {hi:.2f}]"
+                )
+    for ref in list(packages)[1:]:  # --ref: this tree against the ref, round by round
+        print(f"\nthis tree / {ref}, time per call: median of the per-round ratios [IQR]")
+        for k in rows["tapegrad"]:
+            med, lo, hi = ratios(times["tapegrad"][k], times[ref][k])
+            print(f"  {k:<26}{med:6.2f} [{lo:.2f}, {hi:.2f}]")
+        for k in ("one batched gradient", "vmap(grad(loss))"):
+            med, lo, hi = ratios(pe_times[("tapegrad", k)], pe_times[(ref, k)])
+            print(f"  {k:<26}{med:6.2f} [{lo:.2f}, {hi:.2f}]")
+    print("\nmultiples of f and of grad: median of the per-round ratios [IQR]")
+    for lib in libs:
+        cells = []
+        for k, base in (("hvp", "grad"), ("jvp", "f"), ("jacobian", "f"), ("hessian", "f")):
+            med, lo, hi = ratios(times[lib][k], times[lib][base])
+            cells.append(f"{k}/{base} {med:.1f} [{lo:.1f}, {hi:.1f}]")
+        print(f"  {lib:<16}" + "   ".join(cells))
 
 
 if __name__ == "__main__":
