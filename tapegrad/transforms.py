@@ -146,7 +146,7 @@ def _stack(rows, shape, recording, last=0):
     """Stack ``rows`` into ``shape``. With ``last``, the rows are columns: ``shape`` is ``x.shape + o.shape``
     and the block is transposed to ``o.shape + x.shape``."""
     if recording and any(isinstance(r, Tensor) for r in rows):
-        block = reshape(stack(rows), shape)
+        block = reshape(stack(rows) if len(rows) > 1 else rows[0], shape)  # one row (a gradient's): no copy
     else:
         block = np.stack([r._data if isinstance(r, Tensor) else r for r in rows]).reshape(shape)
     if last:
