@@ -11,6 +11,8 @@ batched too: a rule that takes it names it in ``rule.batched_params`` and gets i
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 __all__ = [
@@ -18,8 +20,45 @@ __all__ = [
     "broadcast_to_rule", "getitem_rule", "concatenate_rule", "stack_rule", "matmul_rule", "diagonal_rule",
     "trace_rule", "solve_rule", "fft_axes_rule", "BatchedIndex", "first_axis_rule", "conv_rule", "einsum_rule",
     "tensordot_rule", "convolve_rule", "scatter_rule", "take_along_axis_rule", "scatter_along_axis_rule",
-    "index_update_rule", "roll_rule", "pad_rule", "diagflat_rule", "standardize_rule",
+    "index_update_rule", "roll_rule", "pad_rule", "diagflat_rule", "standardize_rule", "identity_basis",
 ]  # fmt: skip
+
+# The identity matrices jacfwd pushes through f as a batch of tangents (the input's basis) while it runs, by id: the
+# matrix product's rule recognises a batch of the identity's columns and takes A's columns instead of a product
+_IDENTITIES: dict[int, np.ndarray] = {}
+
+
+@contextlib.contextmanager
+def identity_basis(n: int, dtype):
+    """``np.eye(n, dtype=dtype)`` that :func:`matmul_rule` knows for the duration of the block: ``A @ e_i`` for the
+    batch of the identity's columns ``e_i`` is ``A``'s columns, taken without a product (``jacfwd`` of a function
+    that starts with a matrix product pays for one product fewer). After the block it is an array like any other.
+
+    >>> with identity_basis(3, np.float64) as e:
+    ...     bool(_is_identity(e)), bool(_is_identity(e[1:])), bool(_is_identity(np.eye(3)))
+    (True, False, False)
+    >>> bool(_is_identity(e))
+    False
+    """
+    e = np.eye(n, dtype=dtype)
+    _IDENTITIES[id(e)] = e
+    try:
+        yield e
+    finally:
+        del _IDENTITIES[id(e)]
+
+
+def _is_identity(d) -> bool:
+    """Whether ``d`` is an :func:`identity_basis` matrix or a view of all of it, as it is (same memory, layout)."""
+    owner = d.base if d.base is not None else d
+    if _IDENTITIES.get(id(owner)) is not owner:
+        return False
+    return (
+        d.shape == owner.shape
+        and d.strides == owner.strides
+        and d.dtype == owner.dtype
+        and d.__array_interface__["data"][0] == owner.__array_interface__["data"][0]
+    )
 
 
 def _takes(*names):
@@ -147,6 +186,8 @@ def matmul_rule(k, datas, batched, params):
     if bx and not by and ry == 2 and rx in (1, 2):
         return np.matmul(x, y)  # (batch..., [m,] n) @ (n, p): NumPy multiplies the rows at once
     if by and not bx and rx == 2 and ry == 1:
+        if k == 1 and x.shape[1] == y.shape[0] and _is_identity(y):  # A @ e_i is A's column i: no product
+            return np.array(x.T, dtype=np.result_type(x, y))
         return np.matmul(y, x.T)  # A @ v for each v: the batch of vectors as rows, times A^T
     # vectors as matrices (a row for x, a column for y), taken off again after the product
     if rx == 1:

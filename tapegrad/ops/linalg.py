@@ -44,6 +44,8 @@ def _matmul_vjp_y(xp, g, ans, x, y):
     if x.ndim == 1:
         return xp.expand_dims(x, -1) * xp.expand_dims(g, -2)
     if y.ndim == 1:
+        if x.ndim == 2:  # (m, k) @ (k,) -> (m,): x^T g is g @ x, one op (hvp and hessian replay it on tensors)
+            return xp.matmul(g, x)
         return xp.squeeze(xp.matmul(xp.swapaxes(x, -1, -2), xp.expand_dims(g, -1)), -1)
     return xp.matmul(xp.swapaxes(x, -1, -2), g)
 
