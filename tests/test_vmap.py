@@ -576,3 +576,12 @@ def test_vmap_of_grad_of_a_small_cnn_equals_the_per_example_loop():
     ws = np.stack([params[0] * s for s in np.linspace(0.5, 1.5, 5)])
     per_net = tg.vmap(lambda w1, image, label: loss(w1, params[1], image, label))(ws, images, labels)
     np.testing.assert_allclose(per_net, [loss(ws[j], params[1], images[j], labels[j]).numpy() for j in range(5)])
+
+
+@pytest.mark.parametrize("fn", [tg.argmax, tg.argmin], ids=["argmax", "argmin"])
+@pytest.mark.parametrize("kwargs", [{}, {"keepdims": True}, {"axis": 1}, {"axis": -1, "keepdims": True}])
+def test_argmax_and_argmin_batch_as_the_loop_axis_none_indexing_each_flattened_example(fn, kwargs):
+    x = np.random.default_rng(5).standard_normal((3, 2, 4))
+    got = np.asarray(tg.vmap(lambda v: fn(v, **kwargs))(x))
+    want = np.stack([np.asarray(fn(tg.Tensor(e), **kwargs)) for e in x])
+    assert got.shape == want.shape and np.array_equal(got, want)

@@ -18,7 +18,7 @@ import numpy as np
 __all__ = [
     "shift_axes", "rank", "full", "sizes", "reshape_rule", "transpose_rule", "expand_dims_rule", "squeeze_rule",
     "broadcast_to_rule", "getitem_rule", "concatenate_rule", "stack_rule", "matmul_rule", "diagonal_rule",
-    "trace_rule", "solve_rule", "fft_axes_rule", "BatchedIndex", "first_axis_rule", "conv_rule", "einsum_rule",
+    "trace_rule", "flat_index_rule", "solve_rule", "fft_axes_rule", "BatchedIndex", "first_axis_rule", "conv_rule", "einsum_rule",
     "tensordot_rule", "convolve_rule", "scatter_rule", "take_along_axis_rule", "scatter_along_axis_rule",
     "index_update_rule", "roll_rule", "pad_rule", "diagflat_rule", "standardize_rule", "identity_basis",
 ]  # fmt: skip
@@ -107,6 +107,26 @@ def _one(datas, batched, name):
     if any(batched[1:]):
         raise NotImplementedError(f"vmap: {name}'s batching rule takes a batch of its first input only")
     return datas[0]
+
+
+def flat_index_rule(forward, name):
+    """argmax and argmin: ``axis=None`` is an index into the flattened example (NumPy's), so each example is
+    flattened behind the batch axes and searched along that one axis; an integer axis is shifted past the batch.
+
+    >>> rule = flat_index_rule(lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), "argmax")
+    >>> rule(1, [np.array([[[0, 5], [1, 2]], [[7, 0], [0, 9]]])], [True], {})
+    array([1, 3])
+    """
+
+    def rule(k, datas, batched, params):
+        x = _one(datas, batched, name)
+        axis, keepdims = params.get("axis"), params.get("keepdims", False)
+        if axis is not None:
+            return forward(x, axis=shift_axes(axis, k, x.ndim - k), keepdims=keepdims)
+        out = forward(np.reshape(x, x.shape[:k] + (-1,)), axis=k, keepdims=False)
+        return np.reshape(out, x.shape[:k] + (1,) * (x.ndim - k)) if keepdims else out
+
+    return rule
 
 
 def reshape_rule(k, datas, batched, params):
