@@ -268,7 +268,13 @@ class Compiled:
         return tree_unflatten(out_spec, results)
 
     def _checked_call(self, entry, spec, arrays):
-        """The first run of a program: the function also runs eagerly, and both must agree."""
+        """The first run of a program: the function also runs eagerly, and both must agree (the collector
+        paused, as while tracing: the eager run's tape is as large as the trace's, and numba's first load of
+        the kernels makes as many objects again)."""
+        with _gc_paused():
+            return self._check(entry, spec, arrays)
+
+    def _check(self, entry, spec, arrays):
         entry.checked = True
         states = [g.bit_generator.state for g in entry.generators]
         call_args, call_kwargs = tree_unflatten(spec, [Tensor._wrap(a) for a in arrays])
@@ -364,7 +370,8 @@ def _fuse_by_default() -> bool:
 def _gc_paused():
     """Python's cycle collector off while a program is traced and built: a trace makes objects by the hundred
     thousand, all alive until it ends, and each full collection would walk them all again (half the time of
-    compiling a 30,000-op program, measured by ``benchmarks/compile_time.py``). It runs again after."""
+    compiling a 30,000-op program, measured by ``benchmarks/compile_time.py``; 60% of the eager run that checks
+    a program's first run). It runs again after."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -283,7 +283,9 @@ def schedule(graph, frees, after=None) -> None:
     after = after or {}
     for n in steps:
         ins = inputs[id(n)] = n.inputs()
-        d = {id(producer[id(v)]) for v in ins if id(v) in producer} | after.get(id(n), set())
+        d = {id(producer[id(v)]) for v in ins if id(v) in producer}
+        if after:
+            d |= after.get(id(n), set())
         if n.random:
             if last_random is not None:
                 d.add(id(last_random))
@@ -293,7 +295,10 @@ def schedule(graph, frees, after=None) -> None:
             readers.setdefault(k, []).append(n)
         for v in ins:
             reads.setdefault(id(v), []).append(n)
-    remaining = uses_of(steps, graph.outputs)
+    remaining = {k: len(r) for k, r in reads.items()}  # as uses_of counts them, from the readers at hand
+    for o in graph.outputs:
+        if isinstance(o, Value):
+            remaining[id(o)] = remaining.get(id(o), 0) + 1
     waiting = {id(n): len(deps[id(n)]) for n in steps}
     ready = [(n.order, id(n), n) for n in steps if not waiting[id(n)]]
     heapq.heapify(ready)
