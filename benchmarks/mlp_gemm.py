@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import pathlib
 import sys
 import time
 
 if __name__ == "__main__":
+    if not __package__:  # run as a script: make the `benchmarks` package importable
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
     from benchmarks import hygiene
 
     hygiene.cap_blas_threads_by_env()  # before NumPy loads BLAS
 
-import numpy as np
+import numpy as np  # noqa: E402
 
 __all__ = ["GEMMS", "main"]
 
@@ -74,9 +77,11 @@ def measure(dtype, rounds, passes) -> list:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--passes", type=int, default=5)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=9, help="rounds, each timing every layout of a GEMM once")
+    parser.add_argument("--passes", type=int, default=5, help="calls per sample (its time is their mean)")
     args = parser.parse_args(argv)
     from benchmarks import hygiene  # noqa: PLC0415
 
