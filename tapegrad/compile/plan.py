@@ -127,13 +127,11 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
     inside: set = set()
     fused: set = set()
     index = {id(n): i for i, n in enumerate(steps)} if runs else {}
-    run_args: dict = {}  # id(step in a run) -> the run's arguments: each is read at the top of the loop
     for r in runs:
         end = index[id(r.steps[-1])]
         for n in r.steps:
             at[id(n)] = end
             fused.add(id(n))
-            run_args[id(n)] = r.args
         inside |= r.inside
     p.inside = inside
     last = last_reads(steps, graph.outputs, at)
@@ -164,7 +162,7 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
             if c.foreign or c.end != i or not mine:
                 raise AssertionError(f"{n.name}: the argument it overwrites is still read after it")
         elif k.fresh and k.elementwise:
-            target = _inplace_target(p, k, out, cls_of, i, last, id(n) in fused, run_args.get(id(n), ()))
+            target = _inplace_target(p, k, out, cls_of, i, last, id(n) in fused)
         if target is not None:
             c = cls_of[id(target)]
             c.members.append(out)
@@ -236,14 +234,13 @@ def _holds_memory(p, m) -> bool:
     return not k.view
 
 
-def _inplace_target(p, k, out, cls_of, i, last, fused=False, run_args=()):
+def _inplace_target(p, k, out, cls_of, i, last, fused=False):
     """The input an elementwise step may overwrite: same shape and dtype, a whole array the program made (or
     a donated argument), read for the last time here together with everything sharing its memory (in a fused
-    run: sharing its memory with nothing; there, any argument of the run, not only of the step, since the loop
-    reads every argument of an element before it writes any output: ``relu(a @ W + b)`` over ``a @ W``)."""
+    run: sharing its memory with nothing)."""
     if not (out.numpy and len(out.shape) >= 1):
         return None
-    for a in (*k.args, *run_args):
+    for a in k.args:
         if not (isinstance(a, Value) and a.shape == out.shape and a.dtype == out.dtype and a.strides == out.strides):
             continue  # the same layout too: the op would have made its output so
         if id(a) in p.inside:
