@@ -382,7 +382,7 @@ def _primal(leaf, what):
                             "pass floating-point data, e.g. x.astype(np.float64)")  # fmt: skip
         if leaf._node is not None or leaf.requires_grad or has_tangent(leaf):
             return functional_input(leaf)
-        return Tensor._wrap(leaf._data)
+        return leaf.detach()  # vmap's batched tensor stays batched
     data = np.asarray(leaf)
     return Tensor._wrap(data if data.dtype.kind in "fc" else data.astype(np.float64))
 
@@ -464,6 +464,7 @@ def linearize(f: Callable, *primals) -> tuple:
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian of ``f`` by forward mode (JAX's ``jacfwd``): ``vmap`` of :func:`jvp` over the basis of each
     argument's tangents, every column in one batched forward pass. Arrays of shape ``out.shape + arg.shape``.
+    Traced by ``tg.compile`` it takes reverse mode's rows (the same Jacobian), as :func:`hessian` does.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -471,9 +472,14 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
            [0., 4.]])
     """
     nums, many = parse_argnums(argnums, "jacfwd")
+    by_rows = jacobian(f, argnums, has_aux, mode="rev")
 
     @functools.wraps(f)
     def jacfwd_f(*args, **kwargs):
+        if tracer() is not None:
+            # traced by tg.compile, the batched columns would be one step whose function keeps the arguments of
+            # the trace (the primals are in its closure): reverse mode's rows, the same Jacobian, as hessian does
+            return by_rows(*args, **kwargs)
         args = list(args)
         nums_ = check_argnums(nums, len(args), "jacfwd")
         specs, flat = [], []
@@ -501,13 +507,16 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
             n = math.prod(shape)
             basis = np.eye(n, dtype=dtype).reshape((n,) + shape)
 
-            def column(t, j=j):
+            def column(t, *primals, j=j):
                 ts = [None] * len(flat)
                 ts[j] = t
-                _, touts, tspec = _forward(g, flat, fspec, ts, "jacfwd")
+                _, touts, tspec = _forward(g, list(primals), fspec, ts, "jacfwd")
                 return tree_unflatten(tspec, touts)
 
-            cols = vmap(column, out_axes=-1, loop=True)(basis) if n else None
+            # the primals are vmap's (shared) arguments, not column's closure: a tape or a tangent outside that
+            # carries them differentiates through the columns (grad of jacfwd, jacfwd of jacfwd)
+            axes = (0,) + (None,) * len(flat)
+            cols = vmap(column, in_axes=axes, out_axes=-1, loop=True)(basis, *flat) if n else None
             if not n:
                 _, touts, tspec = _forward(g, flat, fspec, [None] * len(flat), "jacfwd")
                 cols = tree_unflatten(tspec, touts)

@@ -13,7 +13,7 @@ import numpy as np
 __all__ = [
     "shift_axes", "rank", "full", "sizes", "reshape_rule", "transpose_rule", "expand_dims_rule", "squeeze_rule",
     "broadcast_to_rule", "getitem_rule", "concatenate_rule", "stack_rule", "matmul_rule", "diagonal_rule",
-    "trace_rule",
+    "trace_rule", "solve_rule", "fft_axes_rule",
 ]  # fmt: skip
 
 
@@ -170,3 +170,44 @@ def trace_rule(k, datas, batched, params):
     r = x.ndim - k
     a1, a2 = params.get("axis1", 0) % r + k, params.get("axis2", 1) % r + k
     return np.trace(x, offset=params.get("offset", 0), axis1=a1, axis2=a2)
+
+
+def solve_rule(forward):
+    """The rule of a solve ``forward(a, b, **params)`` (``solve``, ``solve_triangular``) that broadcasts the
+    leading axes of a stack of matrices ``a`` and of right-hand sides ``b``, a vector only when one example's
+    is 1-D: a vector becomes a column (a batch of vectors would be read as a matrix), and each batched operand
+    gets size-1 axes after its batch axes, so that its examples' own stack axes line up with the other's."""
+
+    def rule(k, datas, batched, params):
+        (a, b), (ba, bb) = datas, batched
+        vector = rank(b, bb, k) == 1
+        if vector:
+            b = np.expand_dims(b, -1)
+        top = max(rank(a, ba, k), rank(b, bb, k))
+
+        def lined(d, is_batched):
+            r = rank(d, is_batched, k)
+            return np.reshape(d, d.shape[:k] + (1,) * (top - r) + d.shape[k:]) if is_batched else d
+
+        out = forward(lined(a, ba), lined(b, bb), **params)
+        return out[..., 0] if vector else out
+
+    return rule
+
+
+def fft_axes_rule(name, forward):
+    """The rule of an n-dimensional transform ``forward(x, s=None, axes=None, **params)`` (``fftn``, ``ifftn``):
+    ``axes`` shifted past the batch axes (None: every example axis, or the last ``len(s)`` of them, as NumPy
+    reads it)."""
+
+    def rule(k, datas, batched, params):
+        x = _one(datas, batched, name)
+        r = x.ndim - k
+        params = dict(params)
+        axes, s = params.get("axes"), params.get("s")
+        if axes is None:
+            axes = tuple(range(r)) if s is None else tuple(range(r - len(s), r))
+        params["axes"] = shift_axes(tuple(axes), k, r)
+        return forward(x, **params)
+
+    return rule

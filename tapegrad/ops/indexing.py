@@ -231,7 +231,7 @@ def _flat_positions(a):
 
 
 def _constant_of(x):
-    return Tensor._wrap(x._data) if isinstance(x, Tensor) else x
+    return x.detach() if isinstance(x, Tensor) else x  # detach: vmap's batched tensor stays batched
 
 
 def _indexed_shape(shape, index):
