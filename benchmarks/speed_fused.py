@@ -30,6 +30,7 @@ import argparse
 import gc
 import importlib.util
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -52,16 +53,22 @@ def median_time(fn, repeats=15, warmup=3) -> float:
 
 def interleaved(fns: dict, rounds=15, warmup=3) -> dict:
     """CPU seconds of each call, per name: ``rounds`` rounds, each calling every function once in turn (so that
-    a slower or busier stretch of the machine weighs on all of them alike), after ``warmup`` calls of each."""
+    a slower or busier stretch of the machine weighs on all of them alike), in an order shuffled anew each round
+    (measured: the engine timed right after JAX's took 1 ms more an MLP step, whichever it was), after ``warmup``
+    calls of each."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times: dict = {name: [] for name in fns}
+    order = list(fns)
+    shuffle = random.Random(0).shuffle
     was = gc.isenabled()
     gc.disable()
     try:
         for _ in range(rounds):
-            for name, fn in fns.items():
+            shuffle(order)
+            for name in order:
+                fn = fns[name]
                 t0 = CLOCK()
                 fn()
                 times[name].append(CLOCK() - t0)
@@ -144,9 +151,15 @@ def _jax_chain(jax, cycles):
     return jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3)))
 
 
+SETTLE_S = 0.02  # after each JAX call: its pool's threads spin a while before they sleep
+
+
 def _block(out):
+    """Wait for JAX's results, then for its threads to go idle: their spinning is JAX's CPU time, which would
+    otherwise be charged to whichever engine is timed next on the same core."""
     for leaf in _leaves(out):
         getattr(leaf, "block_until_ready", lambda: None)()
+    time.sleep(SETTLE_S)
     return out
 
 
@@ -310,9 +323,10 @@ def main(argv=None) -> int:
 
     hygiene.cap_blas_threads_by_env()
     pinned = hygiene.pin_to_one_core(None)  # before JAX starts its threads, which inherit the one core
+    allocator = hygiene.pin_allocator()  # glibc's moving thresholds made the hand-written step vary by a fifth
     jax = _jax()
     print(f"# tapegrad compiler targets, one core (numpy {np.__version__}, jax {getattr(jax, '__version__', '-')})")
-    print(f"# {pinned}; CPU time of the process, every thread's")
+    print(f"# {pinned}; {allocator}; CPU time of the process, every thread's")
     print()
     with tempfile.TemporaryDirectory() as cache:
         for label, value, _, target in compile_rows(cache):
