@@ -30,6 +30,11 @@ batched by a nested vmap (``_vmap_batch``). Refused naming what to do, never com
 ``f``'s closure that a tape or a tangent outside carries, or that ``tg.compile`` traces (the step would keep the
 first call's value), forward mode over a gradient through vmap where an op of the VJP has no batching rule, and
 outputs of several dtypes of such a call (its several outputs are one vector per example, split after it).
+
+A parameter that ``f`` computed from a batched argument (``argsort``'s indices in ``sort``) is batched too: the
+core hands such an op to :func:`_step` as it does a batched input, and a rule that takes the parameter names it
+in ``rule.batched_params`` (``getitem``'s ``index``, ``take_along_axis``'s ``indices``); any other rule is refused naming the op and the
+parameter, never run on the whole batch's index.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
 from .ops import concatenate, moveaxis, reshape, transpose
-from .ops._batching import full, rank, shift_axes, sizes
+from .ops._batching import BatchedIndex, full, rank, shift_axes, sizes
 from .registry import Op, defop
 
 __all__ = ["vmap", "RULES", "rule_of", "derivation"]
@@ -224,28 +229,65 @@ def _refuse_traced(op, args, tracer):
             )
 
 
+def _aligned(a, levels):
+    """A batched tensor's data with an axis (of size 1 where it does not vary) for each of ``levels``."""
+    d = a._data
+    for j, lv in enumerate(levels):
+        if lv not in a._levels:
+            d = np.expand_dims(d, j)
+    return d
+
+
+def _lined_param(v, levels):
+    if v.__class__ is tuple:  # an index tuple: each batched array in it
+        return tuple(_lined_param(i, levels) for i in v)
+    return BatchedIndex(_aligned(v, levels)) if v.__class__ is Batched else v
+
+
+def _batched_params(op, params, rule):
+    """The names of ``params`` that f computed from its arguments (batched), refused unless ``rule`` takes them."""
+    names = [
+        name
+        for name, v in params.items()
+        if v.__class__ is Batched or (v.__class__ is tuple and any(i.__class__ is Batched for i in v))
+    ]
+    takes = getattr(rule, "batched_params", ())
+    for name in names:
+        if name not in takes:
+            raise NotImplementedError(
+                f"vmap: {op.name}'s parameter {name} varies along the batch (an index f computed from, or was "
+                "given as, a batched argument), which its batching rule does not take: gather with x[i] or "
+                "tg.take_along_axis (their rules take batched indices), or make the index the same for every example"
+            )
+    return names
+
+
 def _step(op, args, params):
     """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
     _refuse_closure(op, args, BATCH.get())
+    rule = rule_of(op)
+    varying = _batched_params(op, params, rule)
     present = set()
     for a in args:
         if a.__class__ is Batched:
             present.update(a._levels)
+    for name in varying:
+        for v in params[name] if params[name].__class__ is tuple else (params[name],):
+            if v.__class__ is Batched:
+                present.update(v._levels)
     levels = tuple(lv for lv in BATCH.get() if lv in present)
     k = len(levels)
+    given = params  # the tape and forward mode keep the batched tensors: their replays batch again
+    if varying:
+        params = dict(params, **{name: _lined_param(params[name], levels) for name in varying})
     datas, batched = [], []
     for a in args:
         if a.__class__ is Batched:
-            d = a._data
-            for j, lv in enumerate(levels):
-                if lv not in a._levels:
-                    d = np.expand_dims(d, j)
-            datas.append(d)
+            datas.append(_aligned(a, levels))
             batched.append(True)
         else:
             datas.append(a._data if isinstance(a, Tensor) else a)
             batched.append(False)
-    rule = rule_of(op)
     if rule is None:
         if not any(lv.loop for lv in levels):
             raise NotImplementedError(
@@ -267,10 +309,10 @@ def _step(op, args, params):
     else:
         result = Batched.make(out, levels)
     if op.differentiable and ACTIVE.get():
-        record_batched(op, args, params, result)  # its replay runs the rules on tensors: batched again
+        record_batched(op, args, given, result)  # its replay runs the rules on tensors: batched again
     levels_fwd = FORWARD.get()
     if levels_fwd and op.differentiable:  # an op with a gradient: its tangent too
-        _tangent_step(levels_fwd, op, args, params, result)
+        _tangent_step(levels_fwd, op, args, given, result)
     return result
 
 
@@ -448,7 +490,10 @@ def _vmap_forward(*datas, fn, axes, out_axes, loop, needs):
     token = TRACER.set(None)  # traced, the call is one step of the program: it runs vmap on arrays
     try:
         with stop_recording():  # the tapes outside record this op alone
-            out = _plain(fn, list(datas), axes, out_axes, loop, outer, tracer)
+            # a differentiated argument reaches f as the tensor it was, not its array: ``w[i]`` with ``i``
+            # batched is tapegrad's indexing, where NumPy's would read the batch's values
+            args = [Tensor._wrap(d) if k == 2 and isinstance(d, np.ndarray) else d for d, k in zip(datas, needs)]
+            out = _plain(fn, args, axes, out_axes, loop, outer, tracer)
     finally:
         TRACER.reset(token)
     return out._data if isinstance(out, Tensor) else np.asarray(out)  # several outputs come joined (_joined)

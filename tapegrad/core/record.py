@@ -59,6 +59,14 @@ def _batched(args) -> bool:
     return False
 
 
+def _batched_params(params) -> bool:
+    # an index that f computed from its arguments (argsort's, say) varies along the batch as an input does
+    for v in params.values():
+        if v.__class__ is Batched or (v.__class__ is tuple and _batched(v)):
+            return True
+    return False
+
+
 def set_tangent_rules(fn) -> None:
     """Give the engine forward mode's step: ``fn(levels, op, args, params, out)``, called for every differentiable
     op while a forward-mode level is open in this context (``_state.FORWARD``), sets ``out``'s tangents.
@@ -69,7 +77,7 @@ def set_tangent_rules(fn) -> None:
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
     if TRACING.n:
-        if BATCH.get() and _batched(args):
+        if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
     active = _get_active()
@@ -515,7 +523,7 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     if TRACING.n:
-        if BATCH.get() and _batched(args):
+        if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
     datas = [a._data if isinstance(a, Tensor) else a for a in args]
