@@ -52,9 +52,11 @@ def candidates(batch):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=15)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--batch", type=int, default=64, help="examples in the batch")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds")
     args = parser.parse_args(argv)
     runs = candidates(args.batch)
     times = {name: [] for name in runs}

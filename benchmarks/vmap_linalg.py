@@ -13,6 +13,7 @@ Each pair is checked equal first, then timed interleaved (CPU time, 7 rounds): m
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -45,7 +46,12 @@ def _cases():
     ]
 
 
-def main(rounds: int = 7) -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds of each pair")
+    rounds = parser.parse_args(argv).rounds
     for fast_name, fast, slow_name, slow, arg in _cases():
         np.testing.assert_allclose(fast(arg), slow(arg), rtol=1e-8, atol=1e-8)
         times = {fast_name: [], slow_name: []}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -473,3 +474,22 @@ def test_a_scatter_added_to_itself_is_not_accumulated_into_itself():
     x = np.zeros((1, 1, 1))
     for _ in range(2):
         assert_same(step(x), vg(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128, np.int32])
+@pytest.mark.parametrize(
+    ("shape", "axis", "keepdims"), [((6, 5), None, False), ((4, 3, 5), (0, 2), True), ((3, 0), 1, False)]
+)
+def test_a_compiled_mean_is_numpys_to_the_bit_in_every_dtype(dtype, shape, axis, keepdims):
+    """The program's mean is the sum and one division, as NumPy's (a float32 sum divided in float64), without its
+    Python layers; float16, integers and empty slices keep NumPy's own mean."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 1e3).astype(dtype)
+    f = tg.compile(lambda x: tg.mean(x, axis=axis, keepdims=keepdims), fuse=False)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the mean of an empty slice
+        f(x)
+        got = f(x + 1)  # the program, checked against eager
+        expected = np.mean(x + 1, axis=axis, keepdims=keepdims)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)

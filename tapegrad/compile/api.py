@@ -268,7 +268,13 @@ class Compiled:
         return tree_unflatten(out_spec, results)
 
     def _checked_call(self, entry, spec, arrays):
-        """The first run of a program: the function also runs eagerly, and both must agree."""
+        """The first run of a program: the function also runs eagerly, and both must agree (the collector
+        paused, as while tracing: the eager run's tape is as large as the trace's, and numba's first load of
+        the kernels makes as many objects again)."""
+        with _gc_paused():
+            return self._check(entry, spec, arrays)
+
+    def _check(self, entry, spec, arrays):
         entry.checked = True
         states = [g.bit_generator.state for g in entry.generators]
         call_args, call_kwargs = tree_unflatten(spec, [Tensor._wrap(a) for a in arrays])
@@ -364,7 +370,8 @@ def _fuse_by_default() -> bool:
 def _gc_paused():
     """Python's cycle collector off while a program is traced and built: a trace makes objects by the hundred
     thousand, all alive until it ends, and each full collection would walk them all again (half the time of
-    compiling a 30,000-op program, measured by ``benchmarks/compile_time.py``). It runs again after."""
+    compiling a 30,000-op program, measured by ``benchmarks/compile_time.py``; 60% of the eager run that checks
+    a program's first run). It runs again after."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -383,14 +390,25 @@ def build(graph, donated=(), name="program", arena_limit=None, input_names=(), f
     kernels: dict = {}
     matched = _match_donations(graph, donated)
     schedule(graph, frees(kernels), donation_edges(graph, matched))
+    before = {id(n): (n.op, n.args, n.params) for n in graph.steps}
     fuse_updates(graph, matched)
     accumulate_scatters(graph)
-    runs = find_runs(graph, {}) if fuse else []  # lowered anew: the rewrites after scheduling change steps
-    p = plan(graph, arena_limit=arena_limit, donated=matched, runs=runs)
+    _forget_rewritten(kernels, graph.steps, before)
+    runs = find_runs(graph, kernels) if fuse else []
+    p = plan(graph, arena_limit=arena_limit, donated=matched, runs=runs, kernels=kernels)
     copies = {j for j, o in enumerate(graph.outputs) if isinstance(o, Const) and isinstance(o.value, np.ndarray)}
     source, namespace = generate(graph, p, copies, input_names, runs)
     info = {"name": name, "traced_ops": traced, "fused_runs": len(runs), "fused_ops": sum(len(r.steps) for r in runs)}
     return Program(graph, p, source, namespace, info)
+
+
+def _forget_rewritten(kernels, steps, before) -> None:
+    """Drop the lowerings of the steps the rewrites after scheduling made or changed (``before``: id(step) -> its
+    op, arguments and parameters when it was lowered), so that each step is lowered once, not once per pass."""
+    for n in steps:
+        was = before.get(id(n))
+        if was is None or was[0] is not n.op or was[1] is not n.args or was[2] is not n.params:
+            kernels.pop(id(n), None)
 
 
 def _leaf_names(fn, spec) -> list:

@@ -76,7 +76,8 @@ class Const:
 class Step:
     """One op of the program: ``out = op(*args, **params)``, with where it came from.
 
-    ``line`` is ``(filename, lineno)`` of the user's code that called the op; ``grad_of`` the forward step
+    ``line`` is ``(filename, lineno)`` of the user's code that called the op (None for an op of a rule whose
+    forward step is known: the program names that step's line); ``grad_of`` the forward step
     whose rule this op belongs to (None for the forward pass); ``random`` marks a draw (never removed or moved
     across another draw).
     """

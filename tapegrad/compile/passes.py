@@ -95,10 +95,14 @@ def simplify(graph) -> None:
     uses = uses_of(graph.steps, graph.outputs)
     producers = {id(n.out): n for n in graph.steps}
     add, subtract = ops.add.op, ops.subtract.op
+
+    def aliased(v):
+        return alias.get(id(v), v)
+
     for n in graph.steps:
         if alias:
-            n.args = substitute(n.args, lambda v: alias.get(id(v), v))
-            n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+            n.args = substitute(n.args, aliased)
+            n.params = substitute(n.params, aliased) if n.params else n.params
         out, args, op = n.out, n.args, n.op
         if n.random:
             continue
@@ -125,6 +129,8 @@ def simplify(graph) -> None:
 
 def _drop_broadcasts(graph) -> None:
     """``broadcast_to(a, S)`` read only by NumPy ufuncs whose output keeps its shape with ``a`` itself."""
+    if not any(n.op is ops.broadcast_to.op for n in graph.steps):
+        return  # nothing to drop: the readers of every value are not needed
     readers: dict = {}
     for n in graph.steps:
         for v in n.inputs():
@@ -162,6 +168,11 @@ def _raw(a):
 
 def _key(obj):
     """A hashable key for arguments and parameters: values and constants by identity, the rest by value."""
+    cls = obj.__class__
+    if cls is Value or cls is Const:  # most arguments, first
+        return ("@", id(obj))
+    if cls is float or cls is int:
+        return (cls.__name__, obj)
     if isinstance(obj, (Value, Const)):
         return ("@", id(obj))
     if isinstance(obj, (tuple, list)):
@@ -179,10 +190,14 @@ def common_subexpressions(graph) -> None:
     seen: dict = {}
     alias: dict = {}
     kept = []
+
+    def aliased(v):
+        return alias.get(id(v), v)
+
     for n in graph.steps:
         if alias:
-            n.args = substitute(n.args, lambda v: alias.get(id(v), v))
-            n.params = substitute(n.params, lambda v: alias.get(id(v), v))
+            n.args = substitute(n.args, aliased)
+            n.params = substitute(n.params, aliased) if n.params else n.params
         if n.random:
             kept.append(n)
             continue
@@ -217,6 +232,8 @@ def donation_edges(graph, matched) -> dict:
     """For each donated input ``W`` whose new value ``matched`` maps it to: the step computing that value must
     run after every other read of ``W``'s memory (``W`` and the views of it), so that it can write over ``W``;
     id(update step) -> ids of the steps it must follow (none that depend on the update itself)."""
+    if not matched:
+        return {}
     readers: dict = {}
     for n in graph.steps:
         for v in n.inputs():
@@ -283,7 +300,9 @@ def schedule(graph, frees, after=None) -> None:
     after = after or {}
     for n in steps:
         ins = inputs[id(n)] = n.inputs()
-        d = {id(producer[id(v)]) for v in ins if id(v) in producer} | after.get(id(n), set())
+        d = {id(producer[id(v)]) for v in ins if id(v) in producer}
+        if after:
+            d |= after.get(id(n), set())
         if n.random:
             if last_random is not None:
                 d.add(id(last_random))
@@ -293,7 +312,10 @@ def schedule(graph, frees, after=None) -> None:
             readers.setdefault(k, []).append(n)
         for v in ins:
             reads.setdefault(id(v), []).append(n)
-    remaining = uses_of(steps, graph.outputs)
+    remaining = {k: len(r) for k, r in reads.items()}  # as uses_of counts them, from the readers at hand
+    for o in graph.outputs:
+        if isinstance(o, Value):
+            remaining[id(o)] = remaining.get(id(o), 0) + 1
     waiting = {id(n): len(deps[id(n)]) for n in steps}
     ready = [(n.order, id(n), n) for n in steps if not waiting[id(n)]]
     heapq.heapify(ready)
@@ -388,6 +410,8 @@ def fuse_updates(graph, matched) -> None:
 
 def accumulate_scatters(graph) -> None:
     """The scatter-accumulation rewrite of the module docstring (after scheduling)."""
+    if not any(n.op is ops.scatter.op for n in graph.steps):
+        return
     uses = uses_of(graph.steps, graph.outputs)
     drop: set = set()
     for n in graph.steps:

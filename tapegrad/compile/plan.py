@@ -24,7 +24,7 @@ import bisect
 import heapq
 
 from .graph import Value
-from .kernels import lower, lowered
+from .kernels import lowered
 
 __all__ = ["Plan", "plan", "frees"]
 
@@ -110,15 +110,17 @@ def kernels_fresh(kernels, step) -> bool:
     return lowered(kernels, step).fresh
 
 
-def plan(graph, arena_limit=None, donated=None, runs=()) -> Plan:
+def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
     """Plan ``graph`` (already scheduled): see the module docstring. ``arena_limit``: the largest value (in
     bytes) given a planned buffer (None: any; 0: none). ``donated`` maps id(input value) to the output value
     that may be written over it (the new value of a donated argument). ``runs``: the fused runs
     (:mod:`.fuse`), each one position (its last step's): what it reads is alive until it ends, what it
     writes from its start; the values inside it get no memory, and an output is written over an argument only
     where that argument shares its memory with nothing else (it is read at the top of the loop, for that
-    element only)."""
+    element only). ``kernels``: the steps' lowerings already made (``id(step) -> Kernel``, as
+    :func:`.kernels.lowered` keeps them), for the steps not changed since."""
     p = Plan()
+    kernels = {} if kernels is None else kernels
     p.donated = donated or {}
     steps = graph.steps
     at: dict = {}
@@ -147,7 +149,7 @@ def plan(graph, arena_limit=None, donated=None, runs=()) -> Plan:
         new_class(v, foreign=id(v) not in p.donated, at=-1)
     for i, n in enumerate(steps):
         i = at.get(id(n), i)
-        k = p.kernels[id(n)] = lower(n)
+        k = p.kernels[id(n)] = lowered(kernels, n)
         out = n.out
         if id(out) in inside:  # a local variable of a fused loop
             new_class(out, foreign=False, at=i)

@@ -54,12 +54,15 @@ class Tracer:
 
     # -- the graph ----------------------------------------------------------------------------------
     def _new_value(self, array, step=None, input_index=None) -> Value:
-        strides = array.strides if isinstance(array, np.ndarray) else None
-        v = Value(len(self.values), array.shape, array.dtype, type(array), step, input_index, nbytes(array), strides)
+        if array.__class__ is np.ndarray:  # most values: read directly (a third of the tracer's time per op)
+            strides, size, root = array.strides, array.nbytes, array if array.base is None else memory_root(array)
+        else:
+            strides, size, root = None, nbytes(array), memory_root(array)
+        v = Value(len(self.values), array.shape, array.dtype, type(array), step, input_index, size, strides)
         self.values[id(array)] = v
         self.keep.append(array)
-        root = memory_root(array)
-        self.keep.append(root)
+        if root is not array:
+            self.keep.append(root)
         self.roots.add(id(root))
         return v
 
@@ -108,23 +111,32 @@ class Tracer:
         array = out._data
         if id(array) in self.values:  # the op returned a value itself (a squeeze with nothing to squeeze)
             return
-        args = tuple(self._arg(d) for d in datas)
+        args = tuple([self._arg(d) for d in datas])
         prm = {k: self._param(p) for k, p in params.items()} if params else {}
         random = op in RANDOM_OPS
-        if not (random or any(isinstance(a, Value) for a in args) or any(True for _ in walk(prm))):
+        traced = [v for v in walk(prm)] if prm else ()
+        if not (random or traced or any(a.__class__ is Value for a in args)):
             return  # computed from constants only: a constant of the program, folded here
-        line = _user_line()
-        for v in walk(prm):
+        line = self._line()
+        for v in traced:
             if _is_bool(v.dtype):
                 raise TracingError(
-                    f"{op.name}: indexing with a traced boolean mask at {source_line(line)}: the result's shape depends "
-                    "on the values, which a compiled program cannot allow; select with tg.where(mask, x, 0) "
-                    "(same shape), or index with integer arrays"
+                    f"{op.name}: indexing with a traced boolean mask at {source_line(_user_line())}: the result's "
+                    "shape depends on the values, which a compiled program cannot allow; select with "
+                    "tg.where(mask, x, 0) (same shape), or index with integer arrays"
                 )
         step = self._step(op, args, prm, line, random)
         step.out = self._new_value(array, step)
         if out._node is not None:
             self.forward_of[id(out._node)] = (out._node, step)
+
+    def _line(self):
+        """The user's line of the op being recorded; None for an op of a rule of a traced step, whose source
+        shows the line of the op it differentiates (walking out of the replay's frames to the user's costs
+        more than the rest of recording the op)."""
+        if self.rules and self.rules[-1] is not None:
+            return None
+        return _user_line(3)
 
     def _step(self, op, args, prm, line, random=False):
         step = Step(op, args, prm, None, line, self.rules[-1] if self.rules else None, random)
@@ -140,7 +152,7 @@ class Tracer:
         prm = {k: self._param(p) for k, p in params.items()} if params else {}
         if not (any(isinstance(a, Value) for a in args) or any(True for _ in walk(prm))):
             return  # computed from constants only: constants of the program
-        line = _user_line()
+        line = self._line()
         arrays = tuple(t._data for t in outs)
         step = self._step(op, args, prm, line)
         what = ", ".join(Value(0, a.shape, a.dtype, type(a)).describe() for a in arrays)
@@ -210,9 +222,9 @@ def _is_bool(dtype) -> bool:
     return getattr(dtype, "kind", None) == "b" or str(dtype) == "bool"
 
 
-def _user_line():
-    """(file, line) of the user's code that called the current op."""
-    user = user_frame(sys._getframe(2))
+def _user_line(depth=2):
+    """(file, line) of the user's code that called the current op (``depth``: frames up to the tracer's caller)."""
+    user = user_frame(sys._getframe(depth))
     return (user.f_code.co_filename, user.f_lineno) if user is not None else None
 
 
