@@ -5,11 +5,14 @@ The bound: a fused step rounds in its own dtype as NumPy's does, so arithmetic, 
 eager's to the bit; numba's transcendental functions (LLVM's libm) differ from NumPy's (its own SIMD loops)
 by at most ``PER_OP`` ulps each (measured on 400,000 values: exp, log1p, expm1 1 ulp in float64, tanh 3;
 float32 log 4), so a program's outputs are compared within ``ULPS`` ulps of the output's largest magnitude.
+A sum or mean fused into the loop that computes what it reduces sums in another order than NumPy's:
+:func:`sum_bound` is the bound it keeps, against the exact sum.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -39,6 +42,19 @@ def assert_within_ulps(got, expected, ulps=ULPS):
     scale = np.max(np.abs(expected[finite]), initial=0.0)
     bound = ulps * np.spacing(expected.dtype.type(scale)) if scale else 0
     assert np.all(np.abs(got[finite] - expected[finite]) <= bound), np.max(np.abs(got[finite] - expected[finite]))
+
+
+def sum_bound(values) -> float:
+    """How far a fused sum of ``values`` may be from the exact sum: pairwise over each ``fuse.BLOCK`` elements
+    (in C order), then pairwise over the blocks' sums, so each element goes through at most
+    ``k = ceil(log2(min(n, BLOCK))) + ceil(log2(ceil(n / BLOCK)))`` roundings: ``gamma_k * sum(|x|)``, with
+    ``gamma_k = k u / (1 - k u)`` and ``u`` the dtype's unit roundoff (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 2nd ed., 4.2). NumPy's own pairwise sum has a bound of the same form."""
+    values = np.asarray(values)
+    n = values.size
+    k = math.ceil(math.log2(min(n, fuse.BLOCK))) + math.ceil(math.log2(-(-n // fuse.BLOCK)))
+    u = np.finfo(values.dtype).eps / 2
+    return k * u / (1 - k * u) * math.fsum(np.abs(values.astype(np.float64)).ravel())
 
 
 def assert_same(got, expected):
@@ -221,10 +237,59 @@ def test_compiled_sgd_training_fused_follows_the_numpy_program():
     for i in range(0, 32, 8):
         lf, pf = fused(pf, X[i : i + 8], Y[i : i + 8])
         lp, pp = plain(pp, X[i : i + 8], Y[i : i + 8])
-        assert_same(lf, lp)  # the elementwise work is arithmetic and a select: to the bit
+        # the mean ends the loop of the loss (another order of summation); the gradients are a select: to the bit
+        residual = (np.maximum(X[i : i + 8] @ pp["W1"] + pp["b1"], 0) @ pp["W2"] + pp["b2"] - Y[i : i + 8]) ** 2
+        assert abs(lf - lp) <= sum_bound(residual) / residual.size + np.spacing(lp)
     for k in params:
         assert_same(pf[k], pp[k])
     assert fused.program.info["fused_runs"] >= 2, fused.source
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(5000,), (37, 2900), (4096, 1), (3, 1, 7)])
+def test_a_sum_or_mean_ending_a_run_is_its_loops_accumulator_within_the_bound(dtype, shape):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 6, shape)).astype(dtype)  # cancellation
+    w = rng.standard_normal(shape[-1:]).astype(dtype)  # broadcast
+    compiled = tg.compile(lambda x, w: (tg.sum(x * w - 1.5), tg.mean(x * x, axis=tuple(range(len(shape))))), fuse=True)
+    compiled(x, w)
+    total, mean = compiled(x, w)
+    assert compiled.program.info["fused_runs"] == 2 and compiled.source.count("while m > 1") == 6, compiled.source
+    assert total.dtype == dtype and mean.dtype == dtype and total.shape == mean.shape == ()
+    summed = x * w - dtype(1.5)
+    squares = x * x
+    assert abs(float(total) - math.fsum(summed.astype(np.float64).ravel())) <= sum_bound(summed)
+    exact_mean = math.fsum(squares.astype(np.float64).ravel()) / squares.size
+    assert abs(float(mean) - exact_mean) <= sum_bound(squares) / squares.size + float(np.spacing(mean))
+
+
+@needs_numba
+def test_a_fused_sum_keeps_nan_inf_and_numpys_zero():
+    def f(x):
+        return tg.sum(x * 2.0), tg.sum(x * -1.0 + 0.0)  # -0.0 times 2.0 is -0.0
+
+    for x in (np.array([1.0, np.inf, 2.0]), np.array([np.inf, -np.inf]), np.array([np.nan, 1.0]), -np.zeros(3000)):
+        _, got = _run(f, x, fused_at_least=2)  # the program (the first call is the trace)
+        for g, e in zip(got, f(tg.Tensor(x))):
+            assert_same(g, e.data)
+            assert np.signbit(g) == np.signbit(e.data)  # NumPy's sum of zeros is +0.0, whatever their signs
+
+
+@needs_numba
+def test_a_constant_array_of_one_value_is_a_number_in_the_loop():
+    def f(x, w):
+        return tg.sum(tg.tanh(x * w))
+
+    x, w = np.linspace(-2, 2, 40), np.linspace(1, 2, 40)
+    compiled = tg.compile(tg.grad(f, argnums=(0, 1)), fuse=True)
+    compiled(x, w)
+    got = compiled(x, w)
+    expected = tg.grad(f, argnums=(0, 1))(x, w)
+    for g, e in zip(got, expected):
+        assert_within_ulps(g, e, ulps=8)
+    kernels = compiled.source.split("# fused kernels")[1]
+    assert "1.0 *" in kernels or "* 1.0" in kernels, compiled.source  # the gradient's ones: no array read
 
 
 # -- the kernels: shared, cached, shown ------------------------------------------------------------------------------

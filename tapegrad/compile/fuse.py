@@ -76,7 +76,7 @@ class Run:
     """Consecutive steps fused into one kernel: ``args`` read from outside, ``outputs`` read after it (or
     returned), ``inside`` the ids of the values no one else reads (never arrays)."""
 
-    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name")
+    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name", "numbers")
 
     def __init__(self, steps, scalars):
         self.steps = steps
@@ -87,15 +87,20 @@ class Run:
         self.shape = steps[0].out.shape
         self.source = None
         self.name = None
+        self.numbers: dict = {}  # id(const array) -> its one value, a number in the loop (uniform_constants)
 
 
 def _fusible(step, kernels):
     k = lowered(kernels, step)
-    if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
+    if not (step.out.numpy and k.fresh):
+        return None
+    s = scalar(step, k)
+    if s is not None and s.reduce:
+        return s
+    if not (k.elementwise and k.out_style is not None):
         return None
     if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
         return None  # NumPy's SIMD loop is faster there than a fused scalar call
-    s = scalar(step, k)
     if s is None:
         return None
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
@@ -109,9 +114,27 @@ def _fusible(step, kernels):
     return s
 
 
-def is_array(a) -> bool:
-    """Whether a step's argument is an array (a value, or a constant array) rather than a number."""
-    return isinstance(a, Value) or (isinstance(a, Const) and isinstance(a.value, np.ndarray))
+def is_array(a, numbers=None) -> bool:
+    """Whether a step's argument is an array (a value, or a constant array) rather than a number; with
+    ``numbers`` (:func:`uniform_constants`), a constant array of one value throughout (a gradient's ones) is
+    that number, read from no memory."""
+    if isinstance(a, Value):
+        return True
+    return isinstance(a, Const) and isinstance(a.value, np.ndarray) and (numbers is None or id(a) not in numbers)
+
+
+def uniform_constants(scalars) -> dict:
+    """``id(const) -> number`` for the constant arrays among the arguments of ``scalars`` that hold one value
+    throughout (a number of their dtype, the same to the ufunc once cast to its loop's dtype)."""
+    numbers = {}
+    for s in scalars:
+        for a in s.args:
+            if isinstance(a, Const) and isinstance(a.value, np.ndarray) and id(a) not in numbers:
+                v = a.value
+                first = v.reshape(-1)[:1]
+                if v.size and v.dtype.kind in "biuf" and bool((v == first[0]).all()):
+                    numbers[id(a)] = first[0].item()
+    return numbers
 
 
 def _broadcasts(shape, to) -> bool:
@@ -132,6 +155,12 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
 
     for n in graph.steps:
         s = _fusible(n, kernels)
+        if s is not None and s.reduce:
+            if current and len(current) < max_run and _ends(current, scalars, s):
+                current.append(n)
+                scalars.append(s)
+            close()  # the reduction ends its run (its value is ready only after the loop)
+            continue
         if s is None:
             close()
             continue
@@ -140,8 +169,25 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         current.append(n)
         scalars.append(s)
     close()
-    if not runs:
-        return runs
+    if runs:
+        _connect(graph, runs)
+    return runs
+
+
+def _ends(steps, scalars, reduction) -> bool:
+    """Whether ``reduction`` may end the run of ``steps``: it reduces a value the run computes, and the loop's
+    shape can be read from one of the run's array arguments."""
+    x, shape = reduction.args[0], steps[0].out.shape
+    computed = {id(n.out) for n in steps}
+    if id(x) not in computed or x.shape != shape:
+        return False
+    numbers = uniform_constants(scalars)
+    arrays = (a for s in scalars for a in s.args if is_array(a, numbers) and id(a) not in computed)
+    return any(_shape(a) == shape for a in arrays)
+
+
+def _connect(graph, runs) -> None:
+    """Each run's arguments (read from outside it), outputs (read after it) and inside values, and source."""
     readers: dict = {}  # id(value) -> how many steps outside its run read it, or it is an output
     run_of = {id(n): r for r in runs for n in r.steps}
     for n in graph.steps:
@@ -153,10 +199,11 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         if isinstance(o, Value):
             readers[id(o)] = readers.get(id(o), 0) + 1
     for r in runs:
+        r.numbers = uniform_constants(r.scalars)
         computed = set()
         for n, s in zip(r.steps, r.scalars):
             for a in s.args:
-                if is_array(a) and id(a) not in computed and not any(a is b for b in r.args):
+                if is_array(a, r.numbers) and id(a) not in computed and not any(a is b for b in r.args):
                     r.args.append(a)
             computed.add(id(n.out))
             if readers.get(id(n.out)):
@@ -164,7 +211,10 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
             else:
                 r.inside.add(id(n.out))
         r.source = kernel_source(r)
-    return runs
+
+
+def _shape(a):
+    return a.shape if isinstance(a, Value) else np.shape(a.value)
 
 
 def _cast(dtype) -> str:
@@ -178,45 +228,32 @@ def _literal(x) -> str:
     return repr(x)
 
 
+BLOCK = 1024  # the elements a reduction's loop sums pairwise at a time (8 KiB in float64: in L1)
+
+
 def kernel_source(run) -> str:
     """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
-    (arrays the caller gives), named by position only, so that runs of the same structure have one source."""
+    (arrays the caller gives), named by position only, so that runs of the same structure have one source. A
+    reduction that ends the run (:func:`_ends`) sums each ``BLOCK`` elements (in C order) pairwise, then the
+    blocks' sums pairwise (:func:`pairwise_lines`): each element goes through at most
+    ``ceil(log2(min(size, BLOCK))) + ceil(log2(ceil(size / BLOCK)))`` additions."""
     ndim = len(run.shape)
-    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
     names: dict = {}
-    lines = []
+    loads = []
     for j, a in enumerate(run.args):
-        shape = a.shape if isinstance(a, Value) else np.shape(a.value)
-        if len(shape) == 0:  # passed as a number (a 0-d array, or NumPy's scalar, read with [()])
-            lines.append(f"a{j}")
-            names[id(a)] = f"x{j}"
-            continue
+        shape = _shape(a)
         lead = ndim - len(shape)
         at = ", ".join(f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape)))
-        lines.append(f"a{j}[{at}]")
+        loads.append(f"x{j} = a{j}" + (f"[{at}]" if shape else ""))  # a 0-d one is passed as a number
         names[id(a)] = f"x{j}"
-    loads = [f"x{j} = {load}" for j, load in enumerate(lines)]
-    body = []
-    for t, (n, s) in enumerate(zip(run.steps, run.scalars)):
-        xs = []
-        exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
-        for a, dt in zip(s.args, s.dtypes):
-            exact = exact and dt == n.out.dtype
-            if is_array(a):
-                expr = names[id(a)]
-                have = a.dtype if isinstance(a, Value) else getattr(a.value, "dtype", None)
-                xs.append(expr if have == dt else f"{_cast(dt)}({expr})")
-            else:
-                x = a.value if isinstance(a, Const) else a
-                plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
-                xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
-        expr = s.expr(xs)
-        if exact and expr.startswith("("):
-            expr = expr[1:-1]
-        body.append(f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}")
-        names[id(n.out)] = f"t{t}"
-    stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
+    body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
     params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
+    reduction = run.scalars[-1] if run.scalars[-1].reduce else None
+    if reduction is not None:
+        body.pop()
+        return _reduction_source(run, params, loads + body, names[id(reduction.args[0])])
+    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+    stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
     out = ["import numpy as np", "", f"def kernel({', '.join(params)}):"]
     indent = "    "
     for d in range(ndim):
@@ -224,6 +261,95 @@ def kernel_source(run) -> str:
         indent += "    "
     out += [indent + line for line in loads + body + stores]
     return "\n".join(out) + "\n"
+
+
+def _step_line(t, n, s, names, numbers) -> str:
+    """``t{t} = ...``: step ``n`` computed in its loop's dtypes, rounded to its own (see the module docstring)."""
+    xs = []
+    exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
+    for a, dt in zip(s.args, s.dtypes):
+        exact = exact and dt == n.out.dtype
+        if is_array(a, numbers):
+            expr = names[id(a)]
+            have = a.dtype if isinstance(a, Value) else getattr(a.value, "dtype", None)
+            xs.append(expr if have == dt else f"{_cast(dt)}({expr})")
+        else:
+            x = numbers[id(a)] if id(a) in numbers else a.value if isinstance(a, Const) else a
+            plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
+            xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
+    names[id(n.out)] = f"t{t}"
+    if s.reduce:
+        return ""
+    expr = s.expr(xs)
+    if exact and expr.startswith("("):
+        expr = expr[1:-1]
+    return f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}"
+
+
+def _reduction_source(run, params, lines, value) -> str:
+    """The loop of a run ending in a sum or mean of ``value`` over all its elements (the last output): the
+    values go to ``buf`` in the order of the elements, and each full ``buf`` is summed pairwise into ``sums``."""
+    ndim, last = len(run.shape), len(run.shape) - 1
+    step = run.steps[-1]
+    dtype = _cast(step.out.dtype)
+    bound = _bound_name(run)
+    outs = [o for o in run.outputs if o is not step.out]
+    index = ", ".join(f"i{d}" for d in range(ndim))
+    stores = [f"o{q}[{index}] = t{run.steps.index(o.step)}" for q, o in enumerate(outs)]
+    out = [
+        "import numpy as np",
+        "",
+        f"def kernel({', '.join(params)}):",
+        f"    n = {bound}.shape[{last}]",
+        f"    buf = np.empty(min({bound}.size, {BLOCK}), {dtype})",
+        f"    sums = np.empty({bound}.size // {BLOCK} + 1, {dtype})",
+        "    p = q = 0  # the values in buf, the sums of full ones",
+    ]
+    indent = "    "
+    for d in range(last):
+        out.append(f"{indent}for i{d} in range({bound}.shape[{d}]):")
+        indent += "    "
+    out += [
+        f"{indent}start = 0",
+        f"{indent}while start < n:  # the innermost axis, in pieces that fill buf",
+        f"{indent}    stop = min(n, start + {BLOCK} - p)",
+        f"{indent}    for i{last} in range(start, stop):",
+    ]
+    out += [f"{indent}        {line}" for line in lines + stores + [f"buf[p + i{last} - start] = {value}"]]
+    out += [f"{indent}    p += stop - start", f"{indent}    start = stop", f"{indent}    if p == {BLOCK}:"]
+    out += [f"{indent}        {line}" for line in pairwise_lines("buf", "p", "sums[q]", dtype) + ["q += 1", "p = 0"]]
+    out += [
+        "    if p:",
+        *(f"        {line}" for line in pairwise_lines("buf", "p", "sums[q]", dtype) + ["q += 1"]),
+        *(f"    {line}" for line in pairwise_lines("sums", "q", "total", dtype)),
+    ]
+    zero = "0.0" if dtype == "np.float64" else f"{dtype}(0)"  # in the sum's dtype: numba would widen to float64
+    total = f"total + {zero}" if run.scalars[-1].reduce == "sum" else f"(total + {zero}) / {dtype}({bound}.size)"
+    at = ", ".join("0" for _ in step.out.shape) or "()"
+    out.append(f"    o{len(run.outputs) - 1}[{at}] = {total}  # + 0: NumPy's sum of zeros is +0.0")
+    return "\n".join(out) + "\n"
+
+
+def _bound_name(run) -> str:
+    """An array of the loop's shape among the kernel's: an output, else an argument (see :func:`_ends`)."""
+    for q, o in enumerate(run.outputs):
+        if o.shape == run.shape:
+            return f"o{q}"
+    return next(f"a{j}" for j, a in enumerate(run.args) if _shape(a) == run.shape)
+
+
+def pairwise_lines(array, count, result, dtype) -> list:
+    """Source that sums ``array[:count]`` pairwise, in place, into ``result``: each pass adds the upper half
+    onto the lower (a loop LLVM vectorises), so each element goes through ``ceil(log2(count))`` additions."""
+    return [
+        f"m = {count}",
+        "while m > 1:",
+        "    h = (m + 1) // 2",
+        "    for j in range(m - h):",
+        f"        {array}[j] += {array}[j + h]",
+        "    m = h",
+        f"{result} = {array}[0] if m == 1 else {dtype}(0)",
+    ]
 
 
 def cache_dir() -> pathlib.Path:
@@ -245,7 +371,7 @@ def load_kernel(source: str):
         import numba  # noqa: PLC0415  (the jit extra)
 
         digest = hashlib.sha1(  # noqa: S324  (a file name, not a secret)
-            (f"tapegrad kernel 1 numba {numba.__version__} numpy {np.__version__}\n" + source).encode()
+            (f"tapegrad kernel 2 numba {numba.__version__} numpy {np.__version__}\n" + source).encode()
         ).hexdigest()[:20]
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
@@ -259,6 +385,8 @@ def load_kernel(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # numba's disk cache finds the function's module by its name
         spec.loader.exec_module(module)
-        fn = numba.njit(cache=True, nogil=True)(module.kernel)
+        # error_model="numpy": a division is IEEE's (x / 0 is inf, as in NumPy) with no check for a zero divisor,
+        # whose branch kept LLVM from vectorising a loop that divides (measured: 5x slower)
+        fn = numba.njit(cache=True, nogil=True, error_model="numpy")(module.kernel)
         KERNELS[source] = fn
         return fn
