@@ -8,7 +8,11 @@ function, so kernels stay small). On arrays of ``LARGE`` elements or more, the t
 elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
 of a generated loop over the elements: each argument read once per element at the top of the loop, the
 values of the run kept in local variables, and only the values the rest of the program reads (its
-**outputs**) stored, at the bottom. The values inside a run never exist as arrays.
+**outputs**) stored, at the bottom. The values inside a run never exist as arrays. A ``sum`` or ``mean`` over
+every element that ends a run becomes the loop's accumulator: the loop walks NumPy's pairwise tree
+(:mod:`.pairwise`), so the value it reduces never exists either and the result is NumPy's to the bit (fused
+only where that value is C-contiguous, the order in which NumPy sums it). A constant array of one value
+throughout (the ones a gradient starts from) is a number in the loop, read from no memory.
 
 The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
 and every value it writes from its start, so no output shares memory with an argument of the same run, but
@@ -22,6 +26,9 @@ runs of the same structure (a chain's cycles) share one kernel. Each step is com
 dtype and rounded to its own dtype, as NumPy does, so the arithmetic (``+ - * /``, comparisons, selects) is
 the same to the bit; the transcendental functions are numba's (LLVM's libm) where the unfused program calls
 NumPy's, within a few ulps of each other per op (``tests/test_fusion.py`` states the bound it checks).
+
+Kernels are compiled with ``error_model="numpy"``: a division is IEEE's, as in NumPy, without the check for a
+zero divisor whose branch keeps LLVM from vectorising the loop.
 
 Without numba the program is the unfused one, NumPy's calls (the same results as eager, bit for bit).
 """
@@ -40,6 +47,7 @@ import numpy as np
 
 from .graph import Const, Value
 from .kernels import SIMD_UFUNCS, lowered, scalar
+from .pairwise import DEPTH, LEAF, after_leaf, descend, leaf_sum
 
 __all__ = [
     "MAX_RUN",
@@ -175,11 +183,12 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
 
 
 def _ends(steps, scalars, reduction) -> bool:
-    """Whether ``reduction`` may end the run of ``steps``: it reduces a value the run computes, and the loop's
-    shape can be read from one of the run's array arguments."""
+    """Whether ``reduction`` may end the run of ``steps``: it reduces a C-contiguous value the run computes (so
+    that NumPy sums it in C order, as the loop does), and the loop's shape can be read from one of the run's
+    array arguments."""
     x, shape = reduction.args[0], steps[0].out.shape
     computed = {id(n.out) for n in steps}
-    if id(x) not in computed or x.shape != shape:
+    if id(x) not in computed or x.shape != shape or not x.c_contiguous:  # C order: NumPy's order of summing
         return False
     numbers = uniform_constants(scalars)
     arrays = (a for s in scalars for a in s.args if is_array(a, numbers) and id(a) not in computed)
@@ -228,15 +237,10 @@ def _literal(x) -> str:
     return repr(x)
 
 
-BLOCK = 1024  # the elements a reduction's loop sums pairwise at a time (8 KiB in float64: in L1)
-
-
 def kernel_source(run) -> str:
     """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
     (arrays the caller gives), named by position only, so that runs of the same structure have one source. A
-    reduction that ends the run (:func:`_ends`) sums each ``BLOCK`` elements (in C order) pairwise, then the
-    blocks' sums pairwise (:func:`pairwise_lines`): each element goes through at most
-    ``ceil(log2(min(size, BLOCK))) + ceil(log2(ceil(size / BLOCK)))`` additions."""
+    reduction that ends the run (:func:`_ends`) is summed as NumPy sums (:func:`_reduction_source`)."""
     ndim = len(run.shape)
     names: dict = {}
     loads = []
@@ -287,8 +291,9 @@ def _step_line(t, n, s, names, numbers) -> str:
 
 
 def _reduction_source(run, params, lines, value) -> str:
-    """The loop of a run ending in a sum or mean of ``value`` over all its elements (the last output): the
-    values go to ``buf`` in the order of the elements, and each full ``buf`` is summed pairwise into ``sums``."""
+    """The loop of a run ending in a sum or mean of ``value`` over all its elements (the last output): the values
+    of each leaf of NumPy's pairwise tree (:mod:`.pairwise`) go to ``buf``, in C order, and are summed as NumPy
+    sums them, so the result is NumPy's to the bit."""
     ndim, last = len(run.shape), len(run.shape) - 1
     step = run.steps[-1]
     dtype = _cast(step.out.dtype)
@@ -298,12 +303,15 @@ def _reduction_source(run, params, lines, value) -> str:
     stores = [f"o{q}[{index}] = t{run.steps.index(o.step)}" for q, o in enumerate(outs)]
     out = [
         "import numpy as np",
+        "from tapegrad.compile.pairwise import after_leaf, descend, leaf_sum",
         "",
         f"def kernel({', '.join(params)}):",
         f"    n = {bound}.shape[{last}]",
-        f"    buf = np.empty(min({bound}.size, {BLOCK}), {dtype})",
-        f"    sums = np.empty({bound}.size // {BLOCK} + 1, {dtype})",
-        "    p = q = 0  # the values in buf, the sums of full ones",
+        f"    sizes, states = np.empty({DEPTH}, np.int64), np.empty({DEPTH}, np.int64)  # NumPy's pairwise tree",
+        f"    sums, buf = np.empty({DEPTH}, {dtype}), np.empty({LEAF}, {dtype})",
+        f"    sizes[0], states[0] = {bound}.size, 0",
+        "    k = descend(sizes, states, 0)  # the leaf being filled",
+        "    nsums = p = 0",
     ]
     indent = "    "
     for d in range(last):
@@ -311,22 +319,24 @@ def _reduction_source(run, params, lines, value) -> str:
         indent += "    "
     out += [
         f"{indent}start = 0",
-        f"{indent}while start < n:  # the innermost axis, in pieces that fill buf",
-        f"{indent}    stop = min(n, start + {BLOCK} - p)",
+        f"{indent}while start < n:  # the innermost axis, in pieces that fill the leaf",
+        f"{indent}    stop = min(n, start + sizes[k] - p)",
         f"{indent}    for i{last} in range(start, stop):",
     ]
     out += [f"{indent}        {line}" for line in lines + stores + [f"buf[p + i{last} - start] = {value}"]]
-    out += [f"{indent}    p += stop - start", f"{indent}    start = stop", f"{indent}    if p == {BLOCK}:"]
-    out += [f"{indent}        {line}" for line in pairwise_lines("buf", "p", "sums[q]", dtype) + ["q += 1", "p = 0"]]
     out += [
-        "    if p:",
-        *(f"        {line}" for line in pairwise_lines("buf", "p", "sums[q]", dtype) + ["q += 1"]),
-        *(f"    {line}" for line in pairwise_lines("sums", "q", "total", dtype)),
+        f"{indent}    p += stop - start",
+        f"{indent}    start = stop",
+        f"{indent}    if p == sizes[k]:",
+        f"{indent}        k, nsums = after_leaf(sizes, states, sums, leaf_sum(buf, p, {dtype}(-0.0)), k, nsums)",
+        f"{indent}        p = 0",
     ]
-    zero = "0.0" if dtype == "np.float64" else f"{dtype}(0)"  # in the sum's dtype: numba would widen to float64
-    total = f"total + {zero}" if run.scalars[-1].reduce == "sum" else f"(total + {zero}) / {dtype}({bound}.size)"
+    total = f"sums[0] + {dtype}(0)"  # NumPy's reduction starts from +0.0
+    if run.scalars[-1].reduce == "mean":  # NumPy's mean divides by the count as an intp (float64 for float32)
+        divided = f"({total}) / np.float64({bound}.size)"
+        total = divided if dtype == "np.float64" else f"{dtype}(np.float64({total}) / np.float64({bound}.size))"
     at = ", ".join("0" for _ in step.out.shape) or "()"
-    out.append(f"    o{len(run.outputs) - 1}[{at}] = {total}  # + 0: NumPy's sum of zeros is +0.0")
+    out.append(f"    o{len(run.outputs) - 1}[{at}] = {total}")
     return "\n".join(out) + "\n"
 
 
@@ -338,24 +348,22 @@ def _bound_name(run) -> str:
     return next(f"a{j}" for j, a in enumerate(run.args) if _shape(a) == run.shape)
 
 
-def pairwise_lines(array, count, result, dtype) -> list:
-    """Source that sums ``array[:count]`` pairwise, in place, into ``result``: each pass adds the upper half
-    onto the lower (a loop LLVM vectorises), so each element goes through ``ceil(log2(count))`` additions."""
-    return [
-        f"m = {count}",
-        "while m > 1:",
-        "    h = (m + 1) // 2",
-        "    for j in range(m - h):",
-        f"        {array}[j] += {array}[j + h]",
-        "    m = h",
-        f"{result} = {array}[0] if m == 1 else {dtype}(0)",
-    ]
-
-
 def cache_dir() -> pathlib.Path:
     """Where the kernels' source files (and numba's cache of their machine code, beside them) are kept."""
     root = os.environ.get("TAPEGRAD_CACHE")
     return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "tapegrad" / "kernels"
+
+
+def _helpers(numba) -> dict:
+    """numba's compilation of :mod:`.pairwise`'s functions, and a hash of its source (in each kernel's file
+    name: a kernel cached on disk has the helpers' machine code in it)."""
+    if "helpers" not in _NUMBA:
+        jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+        found = {fn.__name__: jit(fn) for fn in (leaf_sum, descend, after_leaf)}
+        text = pathlib.Path(leaf_sum.__code__.co_filename).read_bytes()
+        found["version"] = hashlib.sha1(text).hexdigest()[:12]  # noqa: S324  (a version, not a secret)
+        _NUMBA["helpers"] = found
+    return _NUMBA["helpers"]
 
 
 def load_kernel(source: str):
@@ -370,8 +378,11 @@ def load_kernel(source: str):
             return found
         import numba  # noqa: PLC0415  (the jit extra)
 
+        helpers = _helpers(numba)
         digest = hashlib.sha1(  # noqa: S324  (a file name, not a secret)
-            (f"tapegrad kernel 2 numba {numba.__version__} numpy {np.__version__}\n" + source).encode()
+            (
+                f"tapegrad kernel 2 numba {numba.__version__} numpy {np.__version__}\n{helpers['version']}\n" + source
+            ).encode()
         ).hexdigest()[:20]
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
@@ -385,6 +396,9 @@ def load_kernel(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # numba's disk cache finds the function's module by its name
         spec.loader.exec_module(module)
+        for name in ("leaf_sum", "descend", "after_leaf"):  # the kernel calls numba's compilation of them
+            if hasattr(module, name):
+                setattr(module, name, helpers[name])
         # error_model="numpy": a division is IEEE's (x / 0 is inf, as in NumPy) with no check for a zero divisor,
         # whose branch kept LLVM from vectorising a loop that divides (measured: 5x slower)
         fn = numba.njit(cache=True, nogil=True, error_model="numpy")(module.kernel)
