@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from programs import programs
 
 import tapegrad as tg
-from tapegrad.compile import fuse, pairwise, vecmath
+from tapegrad.compile import fuse, pairwise
 
 ULPS = 64  # ulps of an output's largest magnitude, through a random program of up to eight ops
 PER_OP = 4  # ulps of one transcendental function against NumPy's
@@ -269,48 +269,6 @@ def test_a_value_numpy_would_sum_in_another_order_keeps_numpys_sum():
     assert "add_reduce" in compiled.source and "after_leaf(" not in compiled.source, compiled.source
 
 
-def _tanh_ulps(got, x):
-    exact = np.tanh(x.astype(np.longdouble))
-    return np.abs(got.astype(np.longdouble) - exact) / np.spacing(np.abs(exact).astype(np.float64))
-
-
-def test_the_vectorisable_tanh_is_within_its_ulp_bound_with_nan_inf_and_signed_zeros():
-    rng = np.random.default_rng(4)
-    x = np.concatenate([rng.standard_normal(3000) * 4, np.geomspace(1e-310, 25, 2000), np.linspace(15, 21, 301)])
-    x = np.concatenate([x, -x])
-    got = np.array([vecmath.tanh(v) for v in x.tolist()])
-    assert _tanh_ulps(got, x).max() <= vecmath.TANH_ULPS
-    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e300]
-    got = np.array([vecmath.tanh(v) for v in special])
-    assert_same(got, np.tanh(special))
-    assert np.array_equal(np.signbit(got), np.signbit(np.tanh(special)))
-
-
-@needs_numba
-def test_a_large_run_through_tanh_is_one_blocked_loop_and_follows_eager():
-    n = fuse.LARGE + 1001  # not a multiple of the chunk
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal(n) * 3
-    x[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 30.0]
-    w = rng.integers(-3, 4, n).astype(np.int32)  # another dtype: cast in the loop
-    b = np.array([0.25])  # broadcast
-
-    def f(x, w, b):
-        h = tg.tanh(x * w + b)
-        return tg.tanh(h * 2.0 - b) * x, h
-
-    compiled = tg.compile(f, fuse=True, check=False)
-    compiled(x, w, b)
-    out = compiled(x, w, b)
-    assert "for j in range(m):" in compiled.source and "vtanh(" in compiled.source, compiled.source
-    for g, e in zip(out, f(tg.Tensor(x), tg.Tensor(w), tg.Tensor(b))):
-        np.testing.assert_array_equal(np.isnan(g), np.isnan(e.data))
-        finite = np.isfinite(e.data)
-        assert_same(g[~finite & ~np.isnan(e.data)], e.data[~finite & ~np.isnan(e.data)])
-        assert_within_ulps(g[finite], e.data[finite], ulps=4 * PER_OP)
-        assert np.array_equal(np.signbit(g[3:5]), np.signbit(e.data[3:5]))
-
-
 @needs_numba
 def test_a_fused_sum_keeps_nan_inf_and_numpys_zero():
     def f(x):
@@ -382,7 +340,7 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
     code = textwrap.dedent(
         """
         import numpy as np, tapegrad as tg
-        from tapegrad.compile import fuse, pairwise, vecmath
+        from tapegrad.compile import fuse, pairwise
         f = tg.compile(lambda x, w: tg.tanh(x * w + 0.5) * w - x, fuse=True)
         f(np.ones(3), np.full(3, 2.0))  # the trace (eager's results)
         f(np.ones(3), np.full(3, 2.0))  # the program: its kernel compiled, or loaded

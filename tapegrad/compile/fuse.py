@@ -4,9 +4,7 @@
 scalar expression (:func:`.kernels.scalar`: ``LOWERINGS["numba"]``, else the ufunc the step's NumPy kernel
 calls), compute arrays of the same shape, and number at most ``MAX_RUN`` (LLVM's time grows faster than the
 function, so kernels stay small). On arrays of ``LARGE`` elements or more, the transcendental functions
-(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm; except ``tanh`` of a
-1-d float64 array (``VECTORISED``), computed as arithmetic LLVM vectorises (:mod:`.vecmath`), in a loop
-**blocked** over ``CHUNK`` elements, one inner loop per op (:func:`_blocked_source`). The forward of a chain is such a run, and so is its gradient, and the
+(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm. The forward of a chain is such a run, and so is its gradient, and the
 elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
 of a generated loop over the elements: each argument read once per element at the top of the loop, the
 values of the run kept in local variables, and only the values the rest of the program reads (its
@@ -48,9 +46,8 @@ import threading
 import numpy as np
 
 from .graph import Const, Value
-from .kernels import SIMD_UFUNCS, VECTORISED, Scalar, lowered, scalar
+from .kernels import SIMD_UFUNCS, lowered, scalar
 from .pairwise import DEPTH, LEAF, after_leaf, descend, leaf_sum
-from .vecmath import tanh as _vtanh
 
 __all__ = [
     "MAX_RUN",
@@ -67,7 +64,6 @@ __all__ = [
 MAX_RUN = 48  # steps per fused kernel
 LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
 _lock = threading.Lock()
-_VECMATH = {_vtanh: "vtanh"}  # the functions of VECTORISED, by the name the kernels import them under
 KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
 _NUMBA: dict = {}
 
@@ -111,13 +107,10 @@ def _fusible(step, kernels):
         return s
     if not (k.elementwise and k.out_style is not None):
         return None
+    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
+        return None  # NumPy's SIMD loop is faster there than a fused scalar call
     if s is None:
         return None
-    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
-        name = VECTORISED.get(k.fn)
-        if name is None or len(step.out.shape) != 1 or step.out.dtype != np.float64 or s.dtypes[0] != np.float64:
-            return None  # NumPy's SIMD loop is faster there than a fused scalar call
-        s = Scalar(s.args, s.dtypes, lambda xs, name=name: f"{name}({xs[0]})", vector=name)  # a blocked loop
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
         if isinstance(a, Value) and not (a.numpy and _broadcasts(a.shape, step.out.shape)):
             return None
@@ -194,21 +187,12 @@ def _ends(steps, scalars, reduction) -> bool:
     that NumPy sums it in C order, as the loop does), and the loop's shape can be read from one of the run's
     array arguments."""
     x, shape = reduction.args[0], steps[0].out.shape
-    if _blocked(scalars):
-        return False  # its loop is per op, in blocks (kernel_source): a reduction's is per element
     computed = {id(n.out) for n in steps}
     if id(x) not in computed or x.shape != shape or not x.c_contiguous:  # C order: NumPy's order of summing
         return False
     numbers = uniform_constants(scalars)
     arrays = (a for s in scalars for a in s.args if is_array(a, numbers) and id(a) not in computed)
     return any(_shape(a) == shape for a in arrays)
-
-
-def _blocked(scalars) -> bool:
-    """Whether a run calls a function of :mod:`.vecmath` (a large 1-d run): its loop is then one inner loop
-    per op over each ``CHUNK`` elements, which LLVM vectorises, where one loop over the elements computing
-    every op waits on each op's latency (measured: 5 chained ``tanh`` 30 ms per 10^6 elements, 20 blocked)."""
-    return any(s.vector for s in scalars)
 
 
 def _connect(graph, runs) -> None:
@@ -257,8 +241,6 @@ def kernel_source(run) -> str:
     """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
     (arrays the caller gives), named by position only, so that runs of the same structure have one source. A
     reduction that ends the run (:func:`_ends`) is summed as NumPy sums (:func:`_reduction_source`)."""
-    if _blocked(run.scalars):
-        return _blocked_source(run)
     ndim = len(run.shape)
     names: dict = {}
     loads = []
@@ -285,7 +267,7 @@ def kernel_source(run) -> str:
     return "\n".join(out) + "\n"
 
 
-def _step_line(t, n, s, names, numbers, at="") -> str:
+def _step_line(t, n, s, names, numbers) -> str:
     """``t{t} = ...``: step ``n`` computed in its loop's dtypes, rounded to its own (see the module docstring)."""
     xs = []
     exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
@@ -299,42 +281,13 @@ def _step_line(t, n, s, names, numbers, at="") -> str:
             x = numbers[id(a)] if id(a) in numbers else a.value if isinstance(a, Const) else a
             plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
             xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
-    names[id(n.out)] = f"t{t}{at}"
+    names[id(n.out)] = f"t{t}"
     if s.reduce:
         return ""
     expr = s.expr(xs)
     if exact and expr.startswith("("):
         expr = expr[1:-1]
-    return f"t{t}{at} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}"
-
-
-CHUNK = 512  # the elements of a blocked loop's inner loops (a buffer of 4 KiB per op: in L1 and L2)
-
-
-def _blocked_source(run) -> str:
-    """The loop of a large 1-d run that calls :mod:`.vecmath`: over each ``CHUNK`` elements, one inner loop
-    per op into a buffer of its own, then the outputs stored (after every read of the chunk, so an output may
-    be written over an argument, as in the loop per element)."""
-    names: dict = {}
-    for j, a in enumerate(run.args):
-        shape = _shape(a)
-        names[id(a)] = f"a{j}" + ("" if not shape else "[0]" if shape[0] == 1 and run.shape[0] != 1 else "[s + j]")
-    params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
-    out = [
-        "import numpy as np",
-        f"from tapegrad.compile.vecmath import {', '.join(sorted(f'{f.__name__} as {n}' for f, n in VECTORISED.items()))}",
-        "",
-        f"def kernel({', '.join(params)}):",
-        "    n = o0.shape[0]",
-        *(f"    t{t} = np.empty({CHUNK}, {_cast(n.out.dtype)})" for t, n in enumerate(run.steps)),
-        f"    for s in range(0, n, {CHUNK}):",
-        f"        m = min({CHUNK}, n - s)",
-    ]
-    for t, (n, sc) in enumerate(zip(run.steps, run.scalars)):
-        out += ["        for j in range(m):", f"            {_step_line(t, n, sc, names, run.numbers, '[j]')}"]
-    out.append("        for j in range(m):")
-    out += [f"            o{q}[s + j] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
-    return "\n".join(out) + "\n"
+    return f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}"
 
 
 def _reduction_source(run, params, lines, value) -> str:
@@ -407,10 +360,7 @@ def _helpers(numba) -> dict:
     if "helpers" not in _NUMBA:
         jit = numba.njit(cache=True, nogil=True, error_model="numpy")
         found = {fn.__name__: jit(fn) for fn in (leaf_sum, descend, after_leaf)}
-        inline = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")  # vectorised in the loop
-        found.update({name: inline(fn) for fn, name in _VECMATH.items()})
         text = pathlib.Path(leaf_sum.__code__.co_filename).read_bytes()
-        text += pathlib.Path(_vtanh.__code__.co_filename).read_bytes()
         found["version"] = hashlib.sha1(text).hexdigest()[:12]  # noqa: S324  (a version, not a secret)
         _NUMBA["helpers"] = found
     return _NUMBA["helpers"]
@@ -446,7 +396,7 @@ def load_kernel(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # numba's disk cache finds the function's module by its name
         spec.loader.exec_module(module)
-        for name in ("leaf_sum", "descend", "after_leaf", *_VECMATH.values()):  # numba's compilation of them
+        for name in ("leaf_sum", "descend", "after_leaf"):  # the kernel calls numba's compilation of them
             if hasattr(module, name):
                 setattr(module, name, helpers[name])
         # error_model="numpy": a division is IEEE's (x / 0 is inf, as in NumPy) with no check for a zero divisor,

@@ -33,18 +33,7 @@ from ..backend.numpy_rules import masked  # the eager rule's select, which takes
 from ..registry import Op
 from .graph import Const, Value
 
-__all__ = [
-    "Kernel",
-    "lower",
-    "scalar",
-    "SIMD_UFUNCS",
-    "VECTORISED",
-    "LOWERINGS",
-    "masked",
-    "gemm_update",
-    "has_blas",
-    "scatter_add",
-]
+__all__ = ["Kernel", "lower", "scalar", "SIMD_UFUNCS", "LOWERINGS", "masked", "gemm_update", "has_blas", "scatter_add"]
 
 _KEYWORD_OUT = frozenset((np.maximum, np.minimum, np.fmax, np.fmin))  # positional out is deprecated for these
 
@@ -240,9 +229,6 @@ SIMD_UFUNCS = frozenset(
     (np.exp, np.expm1, np.log, np.log1p, np.sin, np.cos, np.tan, np.tanh, np.sinh, np.cosh, np.arctan, np.arcsinh,
      np.exp2, np.log2, np.log10)
 )  # fmt: skip
-# the ones a fused loop over a large 1-d float64 array computes as arithmetic LLVM vectorises (:mod:`.vecmath`),
-# by the name the kernel imports it under
-VECTORISED = {np.tanh: "vtanh"}
 _INFIX = {np.add: "+", np.subtract: "-", np.multiply: "*", np.true_divide: "/", np.less: "<", np.greater: ">"}
 _NUMBA_KINDS = frozenset("biuf")  # complex values stay NumPy calls
 
@@ -253,14 +239,13 @@ class Scalar:
     is cast to it first, as the ufunc's loop does). ``reduce`` ("sum" or "mean"): the step is instead the
     reduction over every element of ``args[0]`` that ends the run, the loop's accumulator."""
 
-    __slots__ = ("args", "dtypes", "expr", "reduce", "vector")
+    __slots__ = ("args", "dtypes", "expr", "reduce")
 
-    def __init__(self, args, dtypes, expr, reduce=None, vector=None):
+    def __init__(self, args, dtypes, expr, reduce=None):
         self.args = args
         self.dtypes = dtypes
         self.expr = expr
         self.reduce = reduce
-        self.vector = vector  # the function of VECTORISED it calls (its loop is then blocked: fuse.py)
 
 
 def _dtype_of(a):
