@@ -47,6 +47,10 @@ class Batched(Tensor):
         for i in range(len(self)):
             yield self[i]
 
+    def detach(self) -> Batched:
+        """The same batch with no gradient history (a plain tensor of ``_data`` would be every example at once)."""
+        return Batched.make(self._data, self._levels)
+
     def _refuse(self, what):
         raise BatchedValueError(
             f"vmap: f reads the value of a batched tensor ({what}); inside vmap a value is every example's at "

@@ -48,6 +48,7 @@ from .tape import record
 
 __all__ = ["level", "tangent_of", "set_tangent", "rule_of", "RULES", "has_tangent"]
 
+_ndarray = np.ndarray
 RULES: dict[Op, object] = {}  # the forward-mode rule of each op (declared or derived), keyed by the Op
 
 
@@ -237,6 +238,8 @@ def _data(v):
 
 
 def _is_complex(v) -> bool:
+    if v.__class__ is _ndarray:  # the common case (a rule on arrays): one attribute
+        return v.dtype.kind == "c"
     d = v._data if isinstance(v, Tensor) else v
     dtype = getattr(d, "dtype", None)
     return dtype.kind == "c" if dtype is not None else isinstance(d, complex)
@@ -318,12 +321,17 @@ def _symbolic(lv, levels_below, tangents, args) -> bool:
     if levels_below or lv.outer or TRACER.get() is not None:  # tg.compile's tracer must see the rule's ops too
         return True
     for t in tangents:
-        if isinstance(t, Tensor):
+        if t is not None and t.__class__ is not _ndarray and (isinstance(t, Tensor) or not isinstance(t, np.ndarray)):
             return True
     for a in args:
-        if a.__class__ is Batched:  # vmap's: its ops go through the batching rules
+        if a.__class__ is Tensor:  # the common case first: a plain tensor of a NumPy array
+            d = a._data
+            if d.__class__ is _ndarray:
+                continue
+        elif a.__class__ is Batched:  # vmap's: its ops go through the batching rules
             return True
-        d = a._data if isinstance(a, Tensor) else a
+        else:
+            d = a._data if isinstance(a, Tensor) else a
         if isinstance(d, np.ndarray):
             if d.__class__ is not np.ndarray:
                 return True
@@ -336,6 +344,8 @@ def _fit(t, out, symbolic):
     """The rule's tangent in the output's shape and dtype."""
     o = out._data
     if not symbolic:
+        if t.__class__ is _ndarray and t.dtype is o.dtype and t.shape == o.shape:  # the common case: as it is
+            return t
         t = np.asarray(t)
         if t.dtype != o.dtype:
             t = t.real.astype(o.dtype) if is_complex(t) and not is_complex(o) else t.astype(o.dtype)
@@ -354,7 +364,12 @@ def _step(levels, op, args, params, out):
     for i, lv in enumerate(levels):
         tangents = None
         for j, a in enumerate(args):
-            d = _tangents(a)
+            if not isinstance(a, Tensor):
+                continue
+            node = a._node
+            d = getattr(node or a, "_tangents", None)  # inlined _tangents: this runs for every op in forward mode
+            if d is None and node is not None and getattr(node, "group", None) is not None:
+                d = _tangents(a)
             if d:
                 t = d.get(lv)
                 if t is not None:
@@ -372,9 +387,16 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
         # on arrays: the rule calls no op (a transposed one works on fresh tensors of its own)
         ans = tuple(o._data for o in out) if isinstance(out, tuple) else out._data
         inputs = [a._data if isinstance(a, Tensor) else a for a in args]
-        t = rule(numpy_rules, tuple(tangents), ans, *inputs, **params)
+        t = (
+            rule(numpy_rules, tuple(tangents), ans, *inputs, **params)
+            if params
+            else rule(numpy_rules, tuple(tangents), ans, *inputs)
+        )
         if t is not None:
-            _set_all(out, lv, t, False)
+            if out.__class__ is Tensor and out._node is None and getattr(out, "_tangents", None) is None:
+                out._tangents = {lv: _fit(t, out, False)}  # a fresh output of one op, kept nowhere else
+            else:
+                _set_all(out, lv, t, False)
         return
     token = FORWARD.set(below)  # the rule's own ops are this level's computation: only outer levels see them
     try:

@@ -28,6 +28,7 @@ import numpy as np
 
 import tapegrad.ops as ops
 
+from ._batched import Batched
 from ._state import is_recording, is_traced, is_transform_argument
 from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
@@ -37,11 +38,12 @@ __all__ = ["METHODS", "PROPERTIES", "set_numpy_protocols"]
 
 
 def _index_of(index):
-    # Tensor indices (masks, integer arrays) index by their data; nothing is differentiated through them.
+    # Tensor indices (masks, integer arrays) index by their data; nothing is differentiated through them. A
+    # batched one (inside vmap) stays a tensor: its data holds every example's, which vmap's rules line up.
     if isinstance(index, Tensor):
-        return index._data
+        return index if index.__class__ is Batched else index._data
     if isinstance(index, tuple):
-        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
+        return tuple(i._data if isinstance(i, Tensor) and i.__class__ is not Batched else i for i in index)
     if isinstance(index, list):
         return np.asarray(index)
     return index

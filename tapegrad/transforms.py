@@ -54,6 +54,7 @@ from .batching import vmap
 from .errors import TapeError
 from .forward import has_tangent, level, set_tangent, tangent_of
 from .ops import real, reshape, stack, transpose
+from .ops._batching import identity_basis
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "linearize", "jacobian", "jacfwd", "jacrev", "hessian", "hvp"]
 
@@ -145,7 +146,7 @@ def _stack(rows, shape, recording, last=0):
     """Stack ``rows`` into ``shape``. With ``last``, the rows are columns: ``shape`` is ``x.shape + o.shape``
     and the block is transposed to ``o.shape + x.shape``."""
     if recording and any(isinstance(r, Tensor) for r in rows):
-        block = reshape(stack(rows), shape)
+        block = reshape(stack(rows) if len(rows) > 1 else rows[0], shape)  # one row (a gradient's): no copy
     else:
         block = np.stack([r._data if isinstance(r, Tensor) else r for r in rows]).reshape(shape)
     if last:
@@ -281,6 +282,10 @@ def hessian(
     """The Hessian of a scalar ``f``: forward over reverse, ``jacfwd(jacrev(f))`` (JAX's), every column of it in
     one batched pass; ``holomorphic=True`` for a holomorphic ``f`` of complex arguments (reverse over reverse).
 
+    Forward over reverse rather than reverse over forward: ``f``'s own forward and reverse passes run once, on one
+    example, and only the tangents carry the ``n`` columns (one batched pass); reverse over ``jacfwd`` would record
+    every batched op and replay that tape once per element of the gradient, ``n`` replays.
+
     >>> import numpy as np, tapegrad as tg
     >>> A = np.array([[1.0, 2.0], [0.0, 3.0]])
     >>> tg.hessian(lambda x: x @ (A @ x))(np.ones(2))   # A + A^T
@@ -382,7 +387,7 @@ def _primal(leaf, what):
                             "pass floating-point data, e.g. x.astype(np.float64)")  # fmt: skip
         if leaf._node is not None or leaf.requires_grad or has_tangent(leaf):
             return functional_input(leaf)
-        return Tensor._wrap(leaf._data)
+        return leaf.detach()  # vmap's batched tensor stays batched
     data = np.asarray(leaf)
     return Tensor._wrap(data if data.dtype.kind in "fc" else data.astype(np.float64))
 
@@ -464,6 +469,7 @@ def linearize(f: Callable, *primals) -> tuple:
 def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
     """The Jacobian of ``f`` by forward mode (JAX's ``jacfwd``): ``vmap`` of :func:`jvp` over the basis of each
     argument's tangents, every column in one batched forward pass. Arrays of shape ``out.shape + arg.shape``.
+    Traced by ``tg.compile`` it takes reverse mode's rows (the same Jacobian), as :func:`hessian` does.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.jacfwd(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -471,9 +477,14 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
            [0., 4.]])
     """
     nums, many = parse_argnums(argnums, "jacfwd")
+    by_rows = jacobian(f, argnums, has_aux, mode="rev")
 
     @functools.wraps(f)
     def jacfwd_f(*args, **kwargs):
+        if tracer() is not None:
+            # traced by tg.compile, the batched columns would be one step whose function keeps the arguments of
+            # the trace (the primals are in its closure): reverse mode's rows, the same Jacobian, as hessian does
+            return by_rows(*args, **kwargs)
         args = list(args)
         nums_ = check_argnums(nums, len(args), "jacfwd")
         specs, flat = [], []
@@ -499,16 +510,20 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
         for j, x in enumerate(flat):
             shape, dtype = np.shape(x), x.dtype
             n = math.prod(shape)
-            basis = np.eye(n, dtype=dtype).reshape((n,) + shape)
 
-            def column(t, j=j):
+            def column(t, *primals, j=j):
                 ts = [None] * len(flat)
                 ts[j] = t
-                _, touts, tspec = _forward(g, flat, fspec, ts, "jacfwd")
+                _, touts, tspec = _forward(g, list(primals), fspec, ts, "jacfwd")
                 return tree_unflatten(tspec, touts)
 
-            cols = vmap(column, out_axes=-1, loop=True)(basis) if n else None
-            if not n:
+            # the primals are vmap's (shared) arguments, not column's closure: a tape or a tangent outside that
+            # carries them differentiates through the columns (grad of jacfwd, jacfwd of jacfwd)
+            axes = (0,) + (None,) * len(flat)
+            if n:
+                with identity_basis(n, dtype) as eye:  # matmul's batching rule knows it: A @ e_i is A's column i
+                    cols = vmap(column, in_axes=axes, out_axes=-1, loop=True)(eye.reshape((n,) + shape), *flat)
+            else:
                 _, touts, tspec = _forward(g, flat, fspec, [None] * len(flat), "jacfwd")
                 cols = tree_unflatten(tspec, touts)
             leaves, ospec = tree_flatten(cols, "jacfwd")

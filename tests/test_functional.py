@@ -77,6 +77,47 @@ def test_hessian_matches_finite_differences_of_the_gradient():
     np.testing.assert_allclose(H, H.T, atol=1e-12)
 
 
+def test_transforms_of_a_matrix_vector_chain_match_finite_differences():
+    # sum(tanh(B @ tanh(B @ x)) ** 2) with B square and not symmetric: the rules the transforms replay on tensors
+    # for a matrix times a vector (x^T g as g @ x), x ** 2 and a full sum, so a transposed B would show
+    B = RNG.standard_normal((5, 5)) + 2.0 * np.triu(np.ones((5, 5)))
+    x, v = RNG.standard_normal(5), RNG.standard_normal(5)
+
+    def f(x):
+        return (tg.tanh(B @ tg.tanh(B @ x)) ** 2).sum()
+
+    numeric = fd_grad(lambda t: tg.Tensor(tg.grad(f)(t.numpy())), x, eps=1e-5)
+    H = tg.hessian(f)(x)
+    np.testing.assert_allclose(tg.grad(f)(x), fd_grad(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(H, numeric, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(tg.jacrev(tg.grad(f))(x), H, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(tg.hvp(f, x, v), H @ v, rtol=1e-10, atol=1e-12)
+    inner = lambda x: tg.tanh(B @ tg.tanh(B @ x))  # noqa: E731
+    J = fd_grad(inner, x)
+    for mode in ("rev", "fwd"):
+        np.testing.assert_allclose(tg.jacobian(inner, mode=mode)(x), J, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(tg.jvp(inner, (x,), (v,))[1], J @ v, rtol=1e-6, atol=1e-8)
+
+
+def test_jacobian_of_several_inputs_and_outputs_by_columns_and_rows():
+    B = RNG.standard_normal((4, 3))
+
+    def f(x, y):
+        return tg.tanh(B @ x) * y[0], (x**2).sum() * y
+
+    x, y = RNG.standard_normal(3), RNG.standard_normal(2)
+    by = {mode: tg.jacobian(f, argnums=(0, 1), mode=mode)(x, y) for mode in ("fwd", "rev", "auto")}
+    fwd = tg.jacfwd(f, argnums=(0, 1))(x, y)
+    for o, out_shape in enumerate([(4,), (2,)]):
+        for i, arg in enumerate([x, y]):
+            g = (lambda a, o=o: f(a, y)[o]) if i == 0 else (lambda a, o=o: f(x, a)[o])
+            numeric = fd_grad(g, arg)
+            assert fwd[o][i].shape == out_shape + arg.shape
+            np.testing.assert_allclose(fwd[o][i], numeric, rtol=1e-6, atol=1e-8)
+            for mode in by:
+                np.testing.assert_allclose(by[mode][o][i], fwd[o][i], rtol=1e-12, atol=1e-14)
+
+
 # -- against closed forms ---------------------------------------------------------------------------------
 def test_jacobian_of_a_linear_map_is_its_matrix():
     np.testing.assert_array_equal(tg.jacobian(lambda x: A @ x)(RNG.standard_normal(4)), A)

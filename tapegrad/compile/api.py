@@ -342,7 +342,7 @@ class Compiled:
         """What a notebook shows: the function, its programs, and the source of the last call's program.
 
         >>> import numpy as np, tapegrad as tg
-        >>> f = tg.compile(lambda x: tg.exp(x) * 2)
+        >>> f = tg.compile(lambda x: tg.exp(x) * 2, fuse=False)  # one NumPy call per op, with numba or without
         >>> "call it once" in f._repr_html_()
         True
         >>> _ = f(np.ones(2))

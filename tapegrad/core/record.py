@@ -59,6 +59,14 @@ def _batched(args) -> bool:
     return False
 
 
+def _batched_params(params) -> bool:
+    # an index that f computed from its arguments (argsort's, say) varies along the batch as an input does
+    for v in params.values():
+        if v.__class__ is Batched or (v.__class__ is tuple and _batched(v)):
+            return True
+    return False
+
+
 def set_tangent_rules(fn) -> None:
     """Give the engine forward mode's step: ``fn(levels, op, args, params, out)``, called for every differentiable
     op while a forward-mode level is open in this context (``_state.FORWARD``), sets ``out``'s tangents.
@@ -69,7 +77,7 @@ def set_tangent_rules(fn) -> None:
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
     if TRACING.n:
-        if BATCH.get() and _batched(args):
+        if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
     active = _get_active()
@@ -141,8 +149,9 @@ def _forward_numpy(op, args, datas, params):
 
 def record_batched(op, args, params, t) -> None:
     """The entry of ``t = op(*args)`` computed by vmap's batching rule (``t`` and some inputs
-    :class:`~tapegrad._batched.Batched`), on every active tape that needs it. The entry keeps the tensors
-    themselves, so that a replay's rules, recorded on tensors, see one example's shapes and batch their ops."""
+    :class:`~tapegrad._batched.Batched`; for an op with several outputs, ``t`` is the tuple of them), on every
+    active tape that needs it. The entry keeps the tensors themselves, so that a replay's rules, recorded on
+    tensors, see one example's shapes and batch their ops."""
     active = _get_active()
     if not active:
         return
@@ -153,7 +162,10 @@ def record_batched(op, args, params, t) -> None:
     if foreign is not None:
         _foreign_inputs(op, srcs, top, active)
     values = [a if isinstance(a, Tensor) else d for a, d in zip(args, datas)]
-    _record(op, values, srcs, mask, params, t, active, top, ans=t)
+    if t.__class__ is tuple:
+        _record_several(op, values, srcs, mask, params, t, t, active, top)
+    else:
+        _record(op, values, srcs, mask, params, t, active, top, ans=t)
 
 
 def _record(op, datas, srcs, mask, params, t, active, top, ans=None):
@@ -341,7 +353,7 @@ def apply_several(op, args, params) -> tuple:
     """
     if TRACING.n:
         if BATCH.get() and _batched(args):
-            raise NotImplementedError(f"vmap: {op.name} has several outputs, which vmap does not batch yet")
+            return _BATCHING[0](op, args, params)  # the tuple of the batched outputs, recorded there
         _start(op)
     active = _get_active()
     top = active[-1]._ref if active else None
@@ -353,37 +365,43 @@ def apply_several(op, args, params) -> tuple:
     if active and mask:
         if foreign is not None:
             _foreign_inputs(op, srcs, top, active)
-        save = op.save
-        rec = (
-            op,
-            tuple(srcs),
-            tuple(datas) if save is True else (op.nosave if save is None else saved_values(op, datas)),
-            outs if op.save_ans else None,
-            None,  # an op with several outputs does not broadcast its inputs
-            params,
-            CLOCK.tick,
-            mask,
-        )
-        group = Outputs()
-        group.tape = top
-        parts = []
-        for t in ts:
-            node = Node()
-            node.tape, node.group = top, group
-            t.requires_grad = True
-            t._node = node
-            parts.append(weakref.ref(node))
-        group.parts = tuple(parts)
-        for tape in active:
-            e = Entry(group, entry_died)
-            e.rec = rec
-            tape.append(e, ts, active)
+        _record_several(op, datas, srcs, mask, params, ts, outs, active, top)
     if TRACING.n:
         _trace(op, datas, params, ts)
         levels = FORWARD.get()
         if levels:  # after the outputs have their nodes: their tangents live there
             _TANGENTS[0](levels, op, args, params, ts)
     return ts
+
+
+def _record_several(op, datas, srcs, mask, params, ts, outs, active, top) -> None:
+    """The one entry of ``ts = op(...)`` (several outputs) on every active tape: it refers to an
+    :class:`~tapegrad.core.node.Outputs`, and keeps ``outs`` (arrays, or vmap's batched tensors) for its rules."""
+    save = op.save
+    rec = (
+        op,
+        tuple(srcs),
+        tuple(datas) if save is True else (op.nosave if save is None else saved_values(op, datas)),
+        outs if op.save_ans else None,
+        None,  # an op with several outputs does not broadcast its inputs
+        params,
+        CLOCK.tick,
+        mask,
+    )
+    group = Outputs()
+    group.tape = top
+    parts = []
+    for t in ts:
+        node = Node()
+        node.tape, node.group = top, group
+        t.requires_grad = True
+        t._node = node
+        parts.append(weakref.ref(node))
+    group.parts = tuple(parts)
+    for tape in active:
+        e = Entry(group, entry_died)
+        e.rec = rec
+        tape.append(e, ts, active)
 
 
 def _forward_several(op, args, datas, params, plain) -> tuple:
@@ -505,7 +523,7 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     if TRACING.n:
-        if BATCH.get() and _batched(args):
+        if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
     datas = [a._data if isinstance(a, Tensor) else a for a in args]

@@ -421,7 +421,8 @@ def _as_tensors(g, ans, vals, srcs, node):
     if node.__class__ is Outputs:  # several outputs: each cotangent, and each output keyed to its own node
         g = tuple([gi if gi is None or isinstance(gi, Tensor) else Tensor._wrap(gi) for gi in g])
         if ans is not None:
-            ans = tuple([wrap(a, output_node(node, i)) for i, a in enumerate(ans)])
+            # a tensor: vmap's batched output, kept as it is (its node is the output's already)
+            ans = tuple([a if isinstance(a, Tensor) else wrap(a, output_node(node, i)) for i, a in enumerate(ans)])
     else:
         if not isinstance(g, Tensor):
             g = Tensor._wrap(g)

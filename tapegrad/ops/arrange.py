@@ -11,6 +11,7 @@ import numpy as np
 
 from ..registry import defop
 from ._axes import ndim_of, normalize_axes
+from ._batching import pad_rule, roll_rule
 from ._rules import in_rule
 from .shape import broadcast_to, getitem, reshape, transpose
 
@@ -48,8 +49,8 @@ def _pad_jvp(xp, ts, ans, x, pad_width, mode="constant", constant_values=0):
 _flip = defop("flip", lambda x, axis=None, *, xp=np: xp.flip(x, axis=axis),
               lambda xp, g, ans, x, axis=None: xp.flip(g, axis=axis), view=True, linear=True, batch="axis")
 _roll = defop("roll", lambda x, shift, axis=None, *, xp=np: xp.roll(x, shift, axis=axis),
-              lambda xp, g, ans, x, shift, axis=None: xp.roll(g, _negated(shift), axis=axis), linear=True)
-_pad_op = defop("pad", _pad, _pad_vjp, save="x.shape", jvp=_pad_jvp, refuses={"dask": (
+              lambda xp, g, ans, x, shift, axis=None: xp.roll(g, _negated(shift), axis=axis), linear=True, batch=roll_rule)
+_pad_op = defop("pad", _pad, _pad_vjp, save="x.shape", jvp=_pad_jvp, batch=pad_rule, refuses={"dask": (
     "Dask's reflect, symmetric and wrap padding differ from NumPy's when the padding is wider than the axis",
     lambda params: params.get("mode") in ("reflect", "symmetric", "wrap"))})
 # fmt: on

@@ -7,6 +7,7 @@ from .._tensor import Tensor
 from ..backend import NUMPY, backend_of
 from ..registry import defnondiff
 from ._axes import normalize_axes
+from ._batching import flat_index_rule
 
 less = defnondiff("less", np.less, doc="x < y, elementwise (no gradient).")
 less_equal = defnondiff("less_equal", np.less_equal, doc="x <= y, elementwise (no gradient).")
@@ -14,12 +15,18 @@ greater = defnondiff("greater", np.greater, doc="x > y, elementwise (no gradient
 greater_equal = defnondiff("greater_equal", np.greater_equal, doc="x >= y, elementwise (no gradient).")
 equal = defnondiff("equal", np.equal, doc="x == y, elementwise (no gradient).")
 not_equal = defnondiff("not_equal", np.not_equal, doc="x != y, elementwise (no gradient).")
-_argmax = defnondiff(
-    "argmax", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmax(x, axis=axis, keepdims=keepdims), batch="axis"
-)
-_argmin = defnondiff(
-    "argmin", lambda x, axis=None, keepdims=False, *, xp=np: xp.argmin(x, axis=axis, keepdims=keepdims), batch="axis"
-)
+
+
+def _arg(name):
+    def forward(x, axis=None, keepdims=False, *, xp=np):
+        return getattr(xp, name)(x, axis=axis, keepdims=keepdims)
+
+    # axis=None searches the flattened example: the batching rule flattens behind the batch axes
+    return defnondiff(name, forward, batch=flat_index_rule(lambda x, **kw: forward(x, **kw), name))
+
+
+_argmax = _arg("argmax")
+_argmin = _arg("argmin")
 
 
 def argmax(x, axis=None, keepdims=False):

@@ -92,7 +92,7 @@ angle = defop("angle", _angle, _angle_vjp, save="x", elementwise=True,
               doc="The argument atan2(imag, real) in radians; its gradient is -i Re(g) / z, and 0 at z = 0.\n\n"
                   ">>> import tapegrad as tg\n>>> tg.angle(tg.Tensor([1.0j]))\nTensor([1.57079633])")
 _real_sign = defnondiff("sign", np.sign)
-_complex_sign = defop("sign_complex", lambda x, *, xp=np: xp.sign(x), _sign_vjp, save="x ans", jvp="transpose")
+_complex_sign = defop("sign_complex", lambda x, *, xp=np: xp.sign(x), _sign_vjp, save="x ans", jvp="transpose", batch="leading")
 # fmt: on
 conjugate = conj
 

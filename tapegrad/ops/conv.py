@@ -23,6 +23,7 @@ import numpy as np
 import tapegrad.ops._windows as W
 
 from ..registry import defop
+from ._batching import conv_rule, first_axis_rule
 from ._rules import call
 from .shape import expand_dims, reshape, squeeze
 
@@ -102,12 +103,14 @@ def _conv_transpose_vjp_w(xp, g, ans, x, w, output_size, stride, padding, dilati
 # fmt: off
 _unfold_op = defop("unfold", _unfold,
                    lambda xp, g, ans, x, **geometry: call(xp, _fold_op, g, output_size=tuple(x.shape[2:]), **geometry),
-                   save="x.shape", linear=True)
+                   save="x.shape", linear=True, batch=first_axis_rule(_unfold, "unfold"))
 _fold_op = defop("fold", _fold,
-                 lambda xp, g, ans, cols, output_size, **geometry: call(xp, _unfold_op, g, **geometry), linear=True)
-_conv_op = defop("conv", _conv, _conv_vjp_x, _conv_vjp_w, save="x w", inputs=("x", "w"), linear="each")
+                 lambda xp, g, ans, cols, output_size, **geometry: call(xp, _unfold_op, g, **geometry), linear=True,
+                 batch=first_axis_rule(_fold, "fold"))
+_conv_op = defop("conv", _conv, _conv_vjp_x, _conv_vjp_w, save="x w", inputs=("x", "w"), linear="each",
+                  batch=conv_rule(_conv, "conv"))
 _conv_transpose_op = defop("conv_transpose", _conv_transpose, _conv_transpose_vjp_x, _conv_transpose_vjp_w,
-                           save="x w", inputs=("x", "w"), linear="each")
+                           save="x w", inputs=("x", "w"), linear="each", batch=conv_rule(_conv_transpose, "conv_transpose"))
 # fmt: on
 
 

@@ -396,14 +396,19 @@ def _check_lu_rank(upper):
         )
 
 
+# Every forward factors each matrix of a stack (NumPy's linalg, lu's batched elimination): vmap's batch axes
+# are more leading axes (batch="leading").
 # fmt: off
 _eigh_op = defop("eigh", _eigh, _eigh_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
-                 refuses={"dask": dask.LINALG}, jvp="transpose")
+                 refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
 _eig_op = defop("eig", _eig, _eig_vjp, save="x.shape ans", outputs=("eigenvalues", "eigenvectors"),
-                refuses={"dask": dask.LINALG}, jvp="transpose")
-_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", outputs=("U", "S", "Vh"), refuses={"dask": dask.LINALG}, jvp="transpose")
-_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", outputs=("Q", "R"), refuses={"dask": dask.LINALG}, jvp="transpose")
-_lu_op = defop("lu", _lu, _lu_vjp, save="x.shape ans", outputs=("P", "L", "U"), refuses={"dask": dask.LINALG}, jvp="transpose")
+                refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
+_svd_op = defop("svd", _svd, _svd_vjp, save="x.shape ans", outputs=("U", "S", "Vh"), refuses={"dask": dask.LINALG},
+                jvp="transpose", batch="leading")
+_qr_op = defop("qr", _qr, _qr_vjp, save="x.shape ans", outputs=("Q", "R"), refuses={"dask": dask.LINALG},
+               jvp="transpose", batch="leading")
+_lu_op = defop("lu", _lu, _lu_vjp, save="x.shape ans", outputs=("P", "L", "U"), refuses={"dask": dask.LINALG},
+               jvp="transpose", batch="leading")
 # fmt: on
 
 

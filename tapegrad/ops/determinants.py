@@ -137,7 +137,7 @@ def _slogdet_vjp(xp, g, ans, a):
 _det_op = defop("det", _det, _det_vjp, save="x ans", refuses={"dask": dask.LINALG}, jvp="transpose",
                 batch="leading")
 _slogdet_op = defop("slogdet", _slogdet, _slogdet_vjp, save="x ans", outputs=("sign", "logabsdet"),
-                    refuses={"dask": dask.LINALG}, jvp="transpose")
+                    refuses={"dask": dask.LINALG}, jvp="transpose", batch="leading")
 # fmt: on
 
 

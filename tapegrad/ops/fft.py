@@ -18,6 +18,7 @@ import numpy.fft  # noqa: F401  (NumPy 2 loads it lazily: namespaces copied from
 from ..backend import MissingFunction
 from ..backend import dask_array as dask
 from ..registry import defop
+from ._batching import fft_axes_rule
 from ._complex import complex_dtype, is_complex, like, real_if_complex
 from ._matrix import is_numpy, native
 from ._rules import in_rule
@@ -101,9 +102,11 @@ def _irfft_vjp(xp, g, ans, x, n=None, axis=-1, norm="backward"):
 
 # fmt: off
 _DASK = {"dask": dask.FFT}
-_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape", refuses=_DASK, linear=True)
-_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape", refuses=_DASK, linear=True)
+_fftn_op = defop("fftn", _fftn, _c2c_vjp(_fftn, lambda: _fftn_op), save="x.shape", refuses=_DASK, linear=True,
+                 batch=fft_axes_rule("fftn", _fftn))
+_ifftn_op = defop("ifftn", _ifftn, _c2c_vjp(_ifftn, lambda: _ifftn_op), save="x.shape", refuses=_DASK, linear=True,
+                  batch=fft_axes_rule("ifftn", _ifftn))
 _rfft_op = defop("rfft", _rfft, _rfft_vjp, save="x.shape", refuses=_DASK,
-                 real_only="rfft, rfftn and ihfft take real input (as their names say)", linear=True)
-_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape", refuses=_DASK, linear=True)
+                 real_only="rfft, rfftn and ihfft take real input (as their names say)", linear=True, batch="axis")
+_irfft_op = defop("irfft", _irfft, _irfft_vjp, save="x.shape", refuses=_DASK, linear=True, batch="axis")
 # fmt: on

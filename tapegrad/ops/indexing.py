@@ -17,12 +17,14 @@ Public functions composed of ops: ``take`` (``getitem``), ``sort`` and ``partiti
 
 import numpy as np
 
+from .._batched import Batched
 from .._tensor import Tensor
 from ..backend import NUMPY, backend_of, is_basic_index
 from ..backend import dask_array as dask
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
 from ._axes import ndim_of, normalize_axes
+from ._batching import index_update_rule, scatter_along_axis_rule, take_along_axis_rule
 from .creation import _full_like
 from .elementwise import add, astype
 from .shape import broadcast_to, getitem, reshape, scatter
@@ -30,6 +32,11 @@ from .shape import broadcast_to, getitem, reshape, scatter
 
 def _data(a):
     return a._data if isinstance(a, Tensor) else a
+
+
+def _index_data(i):
+    # an index array's data; a batched one (inside vmap) stays a tensor, for vmap's rules to line up
+    return i if i.__class__ is Batched else _data(i)
 
 
 def _shape(a):
@@ -100,20 +107,20 @@ _take_along_axis = defop(
     "take_along_axis", lambda x, indices, axis, *, xp=np: xp.take_along_axis(x, indices, axis=axis),
     lambda xp, g, ans, x, indices, axis: _call(xp, "scatter_along_axis", _scatter_along_axis, g, indices=indices,
                                                axis=axis, shape=x.shape),
-    save="x.shape", refuses={"dask": "dask.array has no take_along_axis"}, linear=True)
+    save="x.shape", refuses={"dask": "dask.array has no take_along_axis"}, linear=True, batch=take_along_axis_rule)
 _scatter_along_axis_op = defop(
     "scatter_along_axis", _scatter_along_axis,
     lambda xp, g, ans, x, indices, axis, shape: xp.take_along_axis(g, indices, axis=axis),
-    refuses={"dask": "dask.array has no scatter-add along an axis"}, linear=True)
+    refuses={"dask": "dask.array has no scatter-add along an axis"}, linear=True, batch=scatter_along_axis_rule)
 _index_update_op = defop(
     "index_update", _index_update,
     lambda xp, g, ans, x, v, index: xp.where(_written(xp, g, index), 0, g),
     lambda xp, g, ans, x, v, index: xp.getitem(g, index),
-    inputs=("x", "v"), linear=True)
+    inputs=("x", "v"), linear=True, batch=index_update_rule)
 _argsort = defnondiff("argsort", lambda x, axis=-1, kind=None, *, xp=np: xp.argsort(x, axis=axis)
-                      if kind is None else xp.argsort(x, axis=axis, kind=kind), refuses={"dask": dask.SORT})
+                      if kind is None else xp.argsort(x, axis=axis, kind=kind), refuses={"dask": dask.SORT}, batch="axis")
 _argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis),
-                           refuses={"dask": dask.SORT})
+                           refuses={"dask": dask.SORT}, batch="axis")
 # fmt: on
 
 
@@ -126,7 +133,7 @@ def take_along_axis(arr, indices, axis=-1):
     >>> tg.take_along_axis(tg.Tensor([[3.0, 1.0, 2.0]]), np.array([[1, 2, 0]]), axis=1)
     Tensor([[1., 2., 3.]])
     """
-    indices = _data(indices)
+    indices = _index_data(indices)
     if axis is None:
         arr, axis = reshape(arr, (-1,)), 0
     (axis,) = normalize_axes(arr, axis, "take_along_axis")
@@ -146,7 +153,9 @@ def scatter_along_axis(g, indices, axis, shape):
     >>> tg.scatter_along_axis(tg.Tensor([1.0, 1.0]), np.array([2, 2]), 0, (3,))
     Tensor([0., 0., 2.])
     """
-    return _scatter_along_axis_op(g, indices=_in_library_of(g, _data(indices)), axis=int(axis), shape=tuple(shape))
+    return _scatter_along_axis_op(
+        g, indices=_in_library_of(g, _index_data(indices)), axis=int(axis), shape=tuple(shape)
+    )
 
 
 def argsort(a, axis=-1, kind=None):
@@ -213,7 +222,7 @@ def take(a, indices, axis=None, mode="raise"):
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     (axis,) = normalize_axes(a, axis, "take")
-    index = _data(indices)
+    index = _index_data(indices)
     if isinstance(index, (list, tuple)):
         index = np.asarray(index, dtype=np.intp)
     if mode != "raise":
@@ -231,7 +240,7 @@ def _flat_positions(a):
 
 
 def _constant_of(x):
-    return Tensor._wrap(x._data) if isinstance(x, Tensor) else x
+    return x.detach() if isinstance(x, Tensor) else x  # detach: vmap's batched tensor stays batched
 
 
 def _indexed_shape(shape, index):
@@ -240,9 +249,9 @@ def _indexed_shape(shape, index):
 
 def _index_of(index):
     if isinstance(index, Tensor):
-        return index._data
+        return _index_data(index)
     if isinstance(index, tuple):
-        return tuple(i._data if isinstance(i, Tensor) else i for i in index)
+        return tuple(_index_data(i) if isinstance(i, Tensor) else i for i in index)
     return np.asarray(index) if isinstance(index, list) else index
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..backend import dask_array as dask
 from ..registry import defnondiff, defop
 from ._axes import kept_shape, normalize_axes
-from ._batching import matmul_rule
+from ._batching import matmul_rule, solve_rule
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
 from ._rules import in_rule
@@ -44,6 +44,8 @@ def _matmul_vjp_y(xp, g, ans, x, y):
     if x.ndim == 1:
         return xp.expand_dims(x, -1) * xp.expand_dims(g, -2)
     if y.ndim == 1:
+        if x.ndim == 2:  # (m, k) @ (k,) -> (m,): x^T g is g @ x, one op (hvp and hessian replay it on tensors)
+            return xp.matmul(g, x)
         return xp.squeeze(xp.matmul(xp.swapaxes(x, -1, -2), xp.expand_dims(g, -1)), -1)
     return xp.matmul(xp.swapaxes(x, -1, -2), g)
 
@@ -249,11 +251,12 @@ def _pinv_vjp(xp, g, ans, a, rcond=None, hermitian=False):
 _DASK = {"dask": dask.LINALG}
 # fmt: off
 _solve_op = defop("solve", _solve, _solve_vjp, joint=True, inputs=("x", "y"), save="x y.shape ans", broadcast=True,
-                  refuses=_DASK, jvp=_solve_jvp)
+                  refuses=_DASK, jvp=_solve_jvp, batch=solve_rule(_solve))
 _inv_op = defop("inv", _inv, _inv_vjp, save="x.shape ans", refuses=_DASK, jvp=_inv_jvp, batch="leading")
 _cholesky_op = defop("cholesky", _cholesky, _cholesky_vjp, save="x.shape ans", refuses=_DASK, jvp="transpose", batch="leading")
 _solve_triangular_op = defop("solve_triangular", _solve_triangular, _solve_triangular_vjp, joint=True,
-                             inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK, jvp="transpose")
+                             inputs=("x", "y"), save="x y.shape ans", broadcast=True, refuses=_DASK, jvp="transpose",
+                             batch=solve_rule(_solve_triangular))
 _vector_norm_op = defop("vector_norm", _vector_norm, _vector_norm_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="axis")
 _pinv_op = defop("pinv", _pinv, _pinv_vjp, save="x ans", refuses=_DASK, jvp="transpose", batch="leading")
 _count_nonzero = defnondiff("vector_norm_count", lambda x, axis=None, keepdims=False, *, xp=np: _vector_norm(

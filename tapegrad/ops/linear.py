@@ -17,7 +17,7 @@ import numpy as np
 
 from ..registry import defop
 from ._axes import ndim_of, normalize_axes
-from ._batching import diagonal_rule, trace_rule
+from ._batching import convolve_rule, diagflat_rule, diagonal_rule, einsum_rule, tensordot_rule, trace_rule
 from ._complex import is_complex
 from .complex_numbers import conj
 from .elementwise import multiply
@@ -199,19 +199,21 @@ def _trace_vjp(xp, g, ans, x, offset=0, axis1=0, axis2=1):
 
 # fmt: off
 _tensordot = defop("tensordot", lambda x, y, axes, *, xp=np: xp.tensordot(x, y, axes=axes),
-                   _tensordot_vjp_x, _tensordot_vjp_y, save="x y", linear="each")
-_einsum = defop("einsum", _einsum_forward, _einsum_vjp, inputs="*", save="*", view=True, linear="each")  # np.einsum("ii->i") is a view
+                   _tensordot_vjp_x, _tensordot_vjp_y, save="x y", linear="each", batch=tensordot_rule)
+_einsum = defop("einsum", _einsum_forward, _einsum_vjp, inputs="*", save="*", view=True, linear="each", batch=einsum_rule)  # np.einsum("ii->i") is a view
 _REAL = "rules written for real inputs (a complex convolution is a product of FFTs)"
 _convolve = defop("convolve", lambda x, y, mode="full", *, xp=np: xp.convolve(x, y, mode=mode),
                   lambda xp, g, ans, x, y, mode="full": xp.correlate(_full(xp, g, x, y, mode, False), y, mode="valid"),
                   lambda xp, g, ans, x, y, mode="full": xp.correlate(_full(xp, g, x, y, mode, False), x, mode="valid"),
-                  save="x y", refuses={"dask": "dask.array has no convolve or correlate"}, real_only=_REAL, linear="each")
+                  save="x y", refuses={"dask": "dask.array has no convolve or correlate"}, real_only=_REAL, linear="each",
+                  batch=convolve_rule(False, _offset))
 _correlate = defop("correlate", lambda x, y, mode="valid", *, xp=np: xp.correlate(x, y, mode=mode),
                    lambda xp, g, ans, x, y, mode="valid": xp.correlate(_full(xp, g, x, y, mode, True), xp.flip(y),
                                                                       mode="valid"),
                    lambda xp, g, ans, x, y, mode="valid": xp.flip(xp.correlate(_full(xp, g, x, y, mode, True), x,
                                                                               mode="valid")),
-                   save="x y", refuses={"dask": "dask.array has no convolve or correlate"}, real_only=_REAL, linear="each")
+                   save="x y", refuses={"dask": "dask.array has no convolve or correlate"}, real_only=_REAL, linear="each",
+                   batch=convolve_rule(True, _offset))
 _diagonal = defop("diagonal", lambda x, offset=0, axis1=0, axis2=1, *, xp=np: xp.diagonal(x, offset=offset, axis1=axis1,
                                                                                           axis2=axis2),
                   _diagonal_vjp, save="x.shape", view=True, linear=True, batch=diagonal_rule)
@@ -220,7 +222,7 @@ _trace = defop("trace", lambda x, offset=0, axis1=0, axis2=1, *, xp=np: xp.trace
                _trace_vjp, save="x.shape", linear=True, batch=trace_rule)
 _diagflat = defop("diagflat", lambda x, k=0, *, xp=np: xp.diagflat(x, k=k),
                   lambda xp, g, ans, x, k=0: xp.reshape(xp.diagonal(g, offset=k), x.shape), save="x.shape",
-                  refuses={"dask": "dask.array has no diagflat"}, linear=True)
+                  refuses={"dask": "dask.array has no diagflat"}, linear=True, batch=diagflat_rule)
 _tril = defop("tril", lambda x, k=0, *, xp=np: xp.tril(x, k=k), lambda xp, g, ans, x, k=0: xp.tril(g, k=k), linear=True, batch="leading")
 _triu = defop("triu", lambda x, k=0, *, xp=np: xp.triu(x, k=k), lambda xp, g, ans, x, k=0: xp.triu(g, k=k), linear=True, batch="leading")
 # fmt: on

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..registry import defop
 from ._axes import normalize_axes
+from ._batching import standardize_rule
 
 
 def _statistics(x, axis, eps, xp):
@@ -46,6 +47,7 @@ _standardize_op = defop(
     broadcast=True,
     joint=True,
     jvp="transpose",
+    batch=standardize_rule(_standardize),
 )
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import tapegrad.ops._windows as W
 
 from ..registry import defop
+from ._batching import first_axis_rule
 from ._rules import call, constants, data, recorded
 from .conv import _batched, _fold_op, _shape
 from .shape import squeeze
@@ -123,9 +124,9 @@ def _adaptive_avg_pool_vjp(xp, g, ans, x, output_size):
 
 
 # fmt: off
-_max_pool_op = defop("max_pool", _max_pool, _max_pool_vjp, save="x", jvp="transpose")
-_avg_pool_op = defop("avg_pool", _avg_pool, _avg_pool_vjp, save="x.shape", linear=True)
-_adaptive_avg_pool_op = defop("adaptive_avg_pool", _adaptive_avg_pool, _adaptive_avg_pool_vjp, save="x.shape", linear=True)
+_max_pool_op = defop("max_pool", _max_pool, _max_pool_vjp, save="x", jvp="transpose", batch=first_axis_rule(_max_pool, "max_pool"))
+_avg_pool_op = defop("avg_pool", _avg_pool, _avg_pool_vjp, save="x.shape", linear=True, batch=first_axis_rule(_avg_pool, "avg_pool"))
+_adaptive_avg_pool_op = defop("adaptive_avg_pool", _adaptive_avg_pool, _adaptive_avg_pool_vjp, save="x.shape", linear=True, batch="leading")  # on the last axes
 # fmt: on
 
 

@@ -17,6 +17,8 @@ def _kept(xp, g, shape, axis, keepdims):
 
 
 def _sum_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    if axis is None and not keepdims:  # a 0-d g broadcasts as it is: no reshape (one op fewer on tensors)
+        return xp.broadcast_to(g, x.shape)
     return xp.broadcast_to(_kept(xp, g, x.shape, axis, keepdims), x.shape)
 
 

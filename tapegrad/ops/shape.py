@@ -17,6 +17,7 @@ from ._batching import (
     expand_dims_rule,
     getitem_rule,
     reshape_rule,
+    scatter_rule,
     squeeze_rule,
     stack_rule,
     transpose_rule,
@@ -55,7 +56,7 @@ getitem = defop("getitem", lambda x, index, *, xp=None: x[index] if xp is None e
 scatter = defop("scatter", lambda g, index, shape, *, xp=numpy_rules: xp.scatter(g, index, shape),
                 lambda xp, g, ans, x, index, shape: xp.getitem(g, index),
                 doc="Zeros of ``shape`` with ``g`` added at ``index`` (repeats accumulate): the adjoint of indexing.\n\n"
-                    ">>> import numpy as np, tapegrad as tg\n>>> tg.ops.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])", linear=True)
+                    ">>> import numpy as np, tapegrad as tg\n>>> tg.ops.scatter(tg.Tensor([1.0, 1.0]), index=np.array([0, 0]), shape=(2,))\nTensor([2., 0.])", linear=True, batch=scatter_rule)
 # fmt: on
 
 

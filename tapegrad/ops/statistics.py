@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .._batched import Batched
 from ..backend import to_numpy
 from ..registry import defnondiff
 from ._axes import count, normalize_axes
@@ -119,7 +120,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 
 def _host(t):
-    return to_numpy(t.data)
+    # inside vmap a check reads every example's values at once (t.data of one example is refused)
+    return to_numpy(t._data if t.__class__ is Batched else t.data)
 
 
 # -- ignoring NaN -----------------------------------------------------------------------------------------------
