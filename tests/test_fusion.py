@@ -5,6 +5,7 @@ The bound: a fused step rounds in its own dtype as NumPy's does, so arithmetic, 
 eager's to the bit; numba's transcendental functions (LLVM's libm) differ from NumPy's (its own SIMD loops)
 by at most ``PER_OP`` ulps each (measured on 400,000 values: exp, log1p, expm1 1 ulp in float64, tanh 3;
 float32 log 4), so a program's outputs are compared within ``ULPS`` ulps of the output's largest magnitude.
+A sum or mean fused into the loop that computes what it reduces walks NumPy's pairwise tree: NumPy's to the bit.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hypothesis import given, settings
 from programs import programs
 
 import tapegrad as tg
-from tapegrad.compile import fuse
+from tapegrad.compile import fuse, pairwise
 
 ULPS = 64  # ulps of an output's largest magnitude, through a random program of up to eight ops
 PER_OP = 4  # ulps of one transcendental function against NumPy's
@@ -221,10 +222,79 @@ def test_compiled_sgd_training_fused_follows_the_numpy_program():
     for i in range(0, 32, 8):
         lf, pf = fused(pf, X[i : i + 8], Y[i : i + 8])
         lp, pp = plain(pp, X[i : i + 8], Y[i : i + 8])
-        assert_same(lf, lp)  # the elementwise work is arithmetic and a select: to the bit
+        assert_same(lf, lp)  # the elementwise work is arithmetic and a select, the mean NumPy's sum: to the bit
     for k in params:
         assert_same(pf[k], pp[k])
     assert fused.program.info["fused_runs"] >= 2, fused.source
+
+
+def test_the_walk_of_numpys_pairwise_tree_is_numpys_sum_to_the_bit():
+    rng = np.random.default_rng(2)
+    for n in [*range(1, 300), 1000, 4097, 100_003]:
+        for dtype in (np.float64, np.float32):
+            x = (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)).astype(dtype)  # cancellation
+            got = pairwise.pairwise_sum(x)
+            assert got.dtype == dtype and got == np.sum(x), (n, dtype)
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(6,), (5000,), (37, 2900), (4096, 1), (3, 1, 7), (1, 200)])
+def test_a_sum_or_mean_ending_a_run_is_its_loops_accumulator_and_numpys_to_the_bit(dtype, shape):
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-6, 6, shape)).astype(dtype)
+    w = rng.standard_normal(shape[-1:]).astype(dtype)  # broadcast
+
+    def f(x, w):
+        return tg.sum(x * w - 1.5), tg.mean(x * x, axis=tuple(range(len(shape))), keepdims=True)
+
+    compiled = tg.compile(f, fuse=True)
+    compiled(x, w)
+    got = compiled(x, w)
+    assert compiled.program.info["fused_runs"] == 2 and compiled.source.count("after_leaf(") == 2, compiled.source
+    for g, e in zip(got, f(tg.Tensor(x), tg.Tensor(w))):
+        assert_same(g, e.data)
+
+
+@needs_numba
+def test_a_value_numpy_would_sum_in_another_order_keeps_numpys_sum():
+    x = np.asfortranarray(np.random.default_rng(3).standard_normal((300, 40)))  # F-ordered: so is x * 2.0
+
+    def f(x):
+        return tg.sum(x * 2.0 + 1.0)
+
+    compiled = tg.compile(f, fuse=True)
+    compiled(x)
+    assert_same(compiled(x), f(tg.Tensor(x)).data)
+    assert "add_reduce" in compiled.source and "after_leaf(" not in compiled.source, compiled.source
+
+
+@needs_numba
+def test_a_fused_sum_keeps_nan_inf_and_numpys_zero():
+    def f(x):
+        return tg.sum(x * 2.0), tg.sum(x * -1.0 + 0.0)  # -0.0 times 2.0 is -0.0
+
+    for x in (np.array([1.0, np.inf, 2.0]), np.array([np.inf, -np.inf]), np.array([np.nan, 1.0]), -np.zeros(3000)):
+        _, got = _run(f, x, fused_at_least=2)  # the program (the first call is the trace)
+        for g, e in zip(got, f(tg.Tensor(x))):
+            assert_same(g, e.data)
+            assert np.signbit(g) == np.signbit(e.data)  # NumPy's sum of zeros is +0.0, whatever their signs
+
+
+@needs_numba
+def test_a_constant_array_of_one_value_is_a_number_in_the_loop():
+    def f(x, w):
+        return tg.sum(tg.tanh(x * w))
+
+    x, w = np.linspace(-2, 2, 40), np.linspace(1, 2, 40)
+    compiled = tg.compile(tg.grad(f, argnums=(0, 1)), fuse=True)
+    compiled(x, w)
+    got = compiled(x, w)
+    expected = tg.grad(f, argnums=(0, 1))(x, w)
+    for g, e in zip(got, expected):
+        assert_within_ulps(g, e, ulps=8)
+    kernels = compiled.source.split("# fused kernels")[1]
+    assert "1.0 *" in kernels or "* 1.0" in kernels, compiled.source  # the gradient's ones: no array read
 
 
 # -- the kernels: shared, cached, shown ------------------------------------------------------------------------------
@@ -270,7 +340,7 @@ def test_a_second_process_loads_the_kernels_from_the_disk_cache(tmp_path):
     code = textwrap.dedent(
         """
         import numpy as np, tapegrad as tg
-        from tapegrad.compile import fuse
+        from tapegrad.compile import fuse, pairwise
         f = tg.compile(lambda x, w: tg.tanh(x * w + 0.5) * w - x, fuse=True)
         f(np.ones(3), np.full(3, 2.0))  # the trace (eager's results)
         f(np.ones(3), np.full(3, 2.0))  # the program: its kernel compiled, or loaded

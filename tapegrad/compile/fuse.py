@@ -8,7 +8,11 @@ function, so kernels stay small). On arrays of ``LARGE`` elements or more, the t
 elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
 of a generated loop over the elements: each argument read once per element at the top of the loop, the
 values of the run kept in local variables, and only the values the rest of the program reads (its
-**outputs**) stored, at the bottom. The values inside a run never exist as arrays.
+**outputs**) stored, at the bottom. The values inside a run never exist as arrays. A ``sum`` or ``mean`` over
+every element that ends a run becomes the loop's accumulator: the loop walks NumPy's pairwise tree
+(:mod:`.pairwise`), so the value it reduces never exists either and the result is NumPy's to the bit (fused
+only where that value is C-contiguous, the order in which NumPy sums it). A constant array of one value
+throughout (the ones a gradient starts from) is a number in the loop, read from no memory.
 
 The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
 and every value it writes from its start, so no output shares memory with an argument of the same run, but
@@ -22,6 +26,9 @@ runs of the same structure (a chain's cycles) share one kernel. Each step is com
 dtype and rounded to its own dtype, as NumPy does, so the arithmetic (``+ - * /``, comparisons, selects) is
 the same to the bit; the transcendental functions are numba's (LLVM's libm) where the unfused program calls
 NumPy's, within a few ulps of each other per op (``tests/test_fusion.py`` states the bound it checks).
+
+Kernels are compiled with ``error_model="numpy"``: a division is IEEE's, as in NumPy, without the check for a
+zero divisor whose branch keeps LLVM from vectorising the loop.
 
 Without numba the program is the unfused one, NumPy's calls (the same results as eager, bit for bit).
 """
@@ -40,6 +47,7 @@ import numpy as np
 
 from .graph import Const, Value
 from .kernels import SIMD_UFUNCS, lowered, scalar
+from .pairwise import DEPTH, LEAF, after_leaf, descend, leaf_sum
 
 __all__ = [
     "MAX_RUN",
@@ -76,7 +84,7 @@ class Run:
     """Consecutive steps fused into one kernel: ``args`` read from outside, ``outputs`` read after it (or
     returned), ``inside`` the ids of the values no one else reads (never arrays)."""
 
-    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name")
+    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name", "numbers")
 
     def __init__(self, steps, scalars):
         self.steps = steps
@@ -87,15 +95,20 @@ class Run:
         self.shape = steps[0].out.shape
         self.source = None
         self.name = None
+        self.numbers: dict = {}  # id(const array) -> its one value, a number in the loop (uniform_constants)
 
 
 def _fusible(step, kernels):
     k = lowered(kernels, step)
-    if not (step.out.numpy and k.fresh and k.elementwise and k.out_style is not None):
+    if not (step.out.numpy and k.fresh):
+        return None
+    s = scalar(step, k)
+    if s is not None and s.reduce:
+        return s
+    if not (k.elementwise and k.out_style is not None):
         return None
     if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
         return None  # NumPy's SIMD loop is faster there than a fused scalar call
-    s = scalar(step, k)
     if s is None:
         return None
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
@@ -109,9 +122,27 @@ def _fusible(step, kernels):
     return s
 
 
-def is_array(a) -> bool:
-    """Whether a step's argument is an array (a value, or a constant array) rather than a number."""
-    return isinstance(a, Value) or (isinstance(a, Const) and isinstance(a.value, np.ndarray))
+def is_array(a, numbers=None) -> bool:
+    """Whether a step's argument is an array (a value, or a constant array) rather than a number; with
+    ``numbers`` (:func:`uniform_constants`), a constant array of one value throughout (a gradient's ones) is
+    that number, read from no memory."""
+    if isinstance(a, Value):
+        return True
+    return isinstance(a, Const) and isinstance(a.value, np.ndarray) and (numbers is None or id(a) not in numbers)
+
+
+def uniform_constants(scalars) -> dict:
+    """``id(const) -> number`` for the constant arrays among the arguments of ``scalars`` that hold one value
+    throughout (a number of their dtype, the same to the ufunc once cast to its loop's dtype)."""
+    numbers = {}
+    for s in scalars:
+        for a in s.args:
+            if isinstance(a, Const) and isinstance(a.value, np.ndarray) and id(a) not in numbers:
+                v = a.value
+                first = v.reshape(-1)[:1]
+                if v.size and v.dtype.kind in "biuf" and bool((v == first[0]).all()):
+                    numbers[id(a)] = first[0].item()
+    return numbers
 
 
 def _broadcasts(shape, to) -> bool:
@@ -134,6 +165,12 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
 
     for n in graph.steps:
         s = _fusible(n, kernels)
+        if s is not None and s.reduce:
+            if current and len(current) < max_run and _ends(current, scalars, s):
+                current.append(n)
+                scalars.append(s)
+            close()  # the reduction ends its run (its value is ready only after the loop)
+            continue
         if s is None:
             close()
             continue
@@ -142,8 +179,26 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         current.append(n)
         scalars.append(s)
     close()
-    if not runs:
-        return runs
+    if runs:
+        _connect(graph, runs)
+    return runs
+
+
+def _ends(steps, scalars, reduction) -> bool:
+    """Whether ``reduction`` may end the run of ``steps``: it reduces a C-contiguous value the run computes (so
+    that NumPy sums it in C order, as the loop does), and the loop's shape can be read from one of the run's
+    array arguments."""
+    x, shape = reduction.args[0], steps[0].out.shape
+    computed = {id(n.out) for n in steps}
+    if id(x) not in computed or x.shape != shape or not x.c_contiguous:  # C order: NumPy's order of summing
+        return False
+    numbers = uniform_constants(scalars)
+    arrays = (a for s in scalars for a in s.args if is_array(a, numbers) and id(a) not in computed)
+    return any(_shape(a) == shape for a in arrays)
+
+
+def _connect(graph, runs) -> None:
+    """Each run's arguments (read from outside it), outputs (read after it) and inside values, and source."""
     readers: dict = {}  # id(value) -> how many steps outside its run read it, or it is an output
     run_of = {id(n): r for r in runs for n in r.steps}
     for n in graph.steps:
@@ -155,10 +210,11 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         if isinstance(o, Value):
             readers[id(o)] = readers.get(id(o), 0) + 1
     for r in runs:
+        r.numbers = uniform_constants(r.scalars)
         computed = set()
         for n, s in zip(r.steps, r.scalars):
             for a in s.args:
-                if is_array(a) and id(a) not in computed and not any(a is b for b in r.args):
+                if is_array(a, r.numbers) and id(a) not in computed and not any(a is b for b in r.args):
                     r.args.append(a)
             computed.add(id(n.out))
             if readers.get(id(n.out)):
@@ -166,7 +222,10 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
             else:
                 r.inside.add(id(n.out))
         r.source = kernel_source(r)
-    return runs
+
+
+def _shape(a):
+    return a.shape if isinstance(a, Value) else np.shape(a.value)
 
 
 def _cast(dtype) -> str:
@@ -182,43 +241,25 @@ def _literal(x) -> str:
 
 def kernel_source(run) -> str:
     """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
-    (arrays the caller gives), named by position only, so that runs of the same structure have one source."""
+    (arrays the caller gives), named by position only, so that runs of the same structure have one source. A
+    reduction that ends the run (:func:`_ends`) is summed as NumPy sums (:func:`_reduction_source`)."""
     ndim = len(run.shape)
-    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
     names: dict = {}
-    lines = []
+    loads = []
     for j, a in enumerate(run.args):
-        shape = a.shape if isinstance(a, Value) else np.shape(a.value)
-        if len(shape) == 0:  # passed as a number (a 0-d array, or NumPy's scalar, read with [()])
-            lines.append(f"a{j}")
-            names[id(a)] = f"x{j}"
-            continue
+        shape = _shape(a)
         lead = ndim - len(shape)
         at = ", ".join(f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape)))
-        lines.append(f"a{j}[{at}]")
+        loads.append(f"x{j} = a{j}" + (f"[{at}]" if shape else ""))  # a 0-d one is passed as a number
         names[id(a)] = f"x{j}"
-    loads = [f"x{j} = {load}" for j, load in enumerate(lines)]
-    body = []
-    for t, (n, s) in enumerate(zip(run.steps, run.scalars)):
-        xs = []
-        exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
-        for a, dt in zip(s.args, s.dtypes):
-            exact = exact and dt == n.out.dtype
-            if is_array(a):
-                expr = names[id(a)]
-                have = a.dtype if isinstance(a, Value) else getattr(a.value, "dtype", None)
-                xs.append(expr if have == dt else f"{_cast(dt)}({expr})")
-            else:
-                x = a.value if isinstance(a, Const) else a
-                plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
-                xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
-        expr = s.expr(xs)
-        if exact and expr.startswith("("):
-            expr = expr[1:-1]
-        body.append(f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}")
-        names[id(n.out)] = f"t{t}"
-    stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
+    body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
     params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
+    reduction = run.scalars[-1] if run.scalars[-1].reduce else None
+    if reduction is not None:
+        body.pop()
+        return _reduction_source(run, params, loads + body, names[id(reduction.args[0])])
+    index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
+    stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
     out = ["import numpy as np", "", f"def kernel({', '.join(params)}):"]
     indent = "    "
     for d in range(ndim):
@@ -228,10 +269,103 @@ def kernel_source(run) -> str:
     return "\n".join(out) + "\n"
 
 
+def _step_line(t, n, s, names, numbers) -> str:
+    """``t{t} = ...``: step ``n`` computed in its loop's dtypes, rounded to its own (see the module docstring)."""
+    xs = []
+    exact = n.out.dtype.kind == "f"  # a float op of operands of its own dtype gives that dtype in numba too
+    for a, dt in zip(s.args, s.dtypes):
+        exact = exact and dt == n.out.dtype
+        if is_array(a, numbers):
+            expr = names[id(a)]
+            have = a.dtype if isinstance(a, Value) else getattr(a.value, "dtype", None)
+            xs.append(expr if have == dt else f"{_cast(dt)}({expr})")
+        else:
+            x = numbers[id(a)] if id(a) in numbers else a.value if isinstance(a, Const) else a
+            plain = dt == np.float64 and isinstance(x, float) or dt.kind == "b" and isinstance(x, bool)
+            xs.append(_literal(x) if plain else f"{_cast(dt)}({_literal(x)})")
+    names[id(n.out)] = f"t{t}"
+    if s.reduce:
+        return ""
+    expr = s.expr(xs)
+    if exact and expr.startswith("("):
+        expr = expr[1:-1]
+    return f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}"
+
+
+def _reduction_source(run, params, lines, value) -> str:
+    """The loop of a run ending in a sum or mean of ``value`` over all its elements (the last output): the values
+    of each leaf of NumPy's pairwise tree (:mod:`.pairwise`) go to ``buf``, in C order, and are summed as NumPy
+    sums them, so the result is NumPy's to the bit."""
+    ndim, last = len(run.shape), len(run.shape) - 1
+    step = run.steps[-1]
+    dtype = _cast(step.out.dtype)
+    bound = _bound_name(run)
+    outs = [o for o in run.outputs if o is not step.out]
+    index = ", ".join(f"i{d}" for d in range(ndim))
+    stores = [f"o{q}[{index}] = t{run.steps.index(o.step)}" for q, o in enumerate(outs)]
+    out = [
+        "import numpy as np",
+        "from tapegrad.compile.pairwise import after_leaf, descend, leaf_sum",
+        "",
+        f"def kernel({', '.join(params)}):",
+        f"    n = {bound}.shape[{last}]",
+        f"    sizes, states = np.empty({DEPTH}, np.int64), np.empty({DEPTH}, np.int64)  # NumPy's pairwise tree",
+        f"    sums, buf = np.empty({DEPTH}, {dtype}), np.empty({LEAF}, {dtype})",
+        f"    sizes[0], states[0] = {bound}.size, 0",
+        "    k = descend(sizes, states, 0)  # the leaf being filled",
+        "    nsums = p = 0",
+    ]
+    indent = "    "
+    for d in range(last):
+        out.append(f"{indent}for i{d} in range({bound}.shape[{d}]):")
+        indent += "    "
+    out += [
+        f"{indent}start = 0",
+        f"{indent}while start < n:  # the innermost axis, in pieces that fill the leaf",
+        f"{indent}    stop = min(n, start + sizes[k] - p)",
+        f"{indent}    for i{last} in range(start, stop):",
+    ]
+    out += [f"{indent}        {line}" for line in lines + stores + [f"buf[p + i{last} - start] = {value}"]]
+    out += [
+        f"{indent}    p += stop - start",
+        f"{indent}    start = stop",
+        f"{indent}    if p == sizes[k]:",
+        f"{indent}        k, nsums = after_leaf(sizes, states, sums, leaf_sum(buf, p, {dtype}(-0.0)), k, nsums)",
+        f"{indent}        p = 0",
+    ]
+    total = f"sums[0] + {dtype}(0)"  # NumPy's reduction starts from +0.0
+    if run.scalars[-1].reduce == "mean":  # NumPy's mean divides by the count as an intp (float64 for float32)
+        divided = f"({total}) / np.float64({bound}.size)"
+        total = divided if dtype == "np.float64" else f"{dtype}(np.float64({total}) / np.float64({bound}.size))"
+    at = ", ".join("0" for _ in step.out.shape) or "()"
+    out.append(f"    o{len(run.outputs) - 1}[{at}] = {total}")
+    return "\n".join(out) + "\n"
+
+
+def _bound_name(run) -> str:
+    """An array of the loop's shape among the kernel's: an output, else an argument (see :func:`_ends`)."""
+    for q, o in enumerate(run.outputs):
+        if o.shape == run.shape:
+            return f"o{q}"
+    return next(f"a{j}" for j, a in enumerate(run.args) if _shape(a) == run.shape)
+
+
 def cache_dir() -> pathlib.Path:
     """Where the kernels' source files (and numba's cache of their machine code, beside them) are kept."""
     root = os.environ.get("TAPEGRAD_CACHE")
     return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "tapegrad" / "kernels"
+
+
+def _helpers(numba) -> dict:
+    """numba's compilation of :mod:`.pairwise`'s functions, and a hash of its source (in each kernel's file
+    name: a kernel cached on disk has the helpers' machine code in it)."""
+    if "helpers" not in _NUMBA:
+        jit = numba.njit(cache=True, nogil=True, error_model="numpy")
+        found = {fn.__name__: jit(fn) for fn in (leaf_sum, descend, after_leaf)}
+        text = pathlib.Path(leaf_sum.__code__.co_filename).read_bytes()
+        found["version"] = hashlib.sha1(text).hexdigest()[:12]  # noqa: S324  (a version, not a secret)
+        _NUMBA["helpers"] = found
+    return _NUMBA["helpers"]
 
 
 def load_kernel(source: str):
@@ -246,8 +380,11 @@ def load_kernel(source: str):
             return found
         import numba  # noqa: PLC0415  (the jit extra)
 
+        helpers = _helpers(numba)
         digest = hashlib.sha1(  # noqa: S324  (a file name, not a secret)
-            (f"tapegrad kernel 1 numba {numba.__version__} numpy {np.__version__}\n" + source).encode()
+            (
+                f"tapegrad kernel 2 numba {numba.__version__} numpy {np.__version__}\n{helpers['version']}\n" + source
+            ).encode()
         ).hexdigest()[:20]
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
@@ -261,6 +398,11 @@ def load_kernel(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # numba's disk cache finds the function's module by its name
         spec.loader.exec_module(module)
-        fn = numba.njit(cache=True, nogil=True)(module.kernel)
+        for name in ("leaf_sum", "descend", "after_leaf"):  # the kernel calls numba's compilation of them
+            if hasattr(module, name):
+                setattr(module, name, helpers[name])
+        # error_model="numpy": a division is IEEE's (x / 0 is inf, as in NumPy) with no check for a zero divisor,
+        # whose branch kept LLVM from vectorising a loop that divides (measured: 5x slower)
+        fn = numba.njit(cache=True, nogil=True, error_model="numpy")(module.kernel)
         KERNELS[source] = fn
         return fn

@@ -266,14 +266,16 @@ _NUMBA_KINDS = frozenset("biuf")  # complex values stay NumPy calls
 class Scalar:
     """One elementwise step inside a fused loop: ``expr(names)`` is its value from its arguments' scalar
     expressions (in the order of ``args``), computed in ``dtypes`` (the loop's, one per argument: each argument
-    is cast to it first, as the ufunc's loop does)."""
+    is cast to it first, as the ufunc's loop does). ``reduce`` ("sum" or "mean"): the step is instead the
+    reduction over every element of ``args[0]`` that ends the run, the loop's accumulator."""
 
-    __slots__ = ("args", "dtypes", "expr")
+    __slots__ = ("args", "dtypes", "expr", "reduce")
 
-    def __init__(self, args, dtypes, expr):
+    def __init__(self, args, dtypes, expr, reduce=None):
         self.args = args
         self.dtypes = dtypes
         self.expr = expr
+        self.reduce = reduce
 
 
 def _dtype_of(a):
@@ -316,4 +318,24 @@ def scalar(step, kernel):
     return rule(step, kernel) if rule is not None else _ufunc_scalar(step, kernel)
 
 
-LOWERINGS["numba"] = {ops.elementwise.masked.op: _masked_scalar}
+def _reduction_scalar(kind):
+    """A ``sum`` or ``mean`` over every axis of a float array, summed in its own dtype (NumPy's too)."""
+
+    def rule(step, kernel):
+        x = step.args[0]
+        same = getattr(x, "dtype", None) == step.out.dtype and step.out.dtype in (np.float32, np.float64)
+        if not (isinstance(x, Value) and x.numpy and x.shape and 0 not in x.shape and same):  # mean of none warns
+            return None
+        axis, ndim = step.params.get("axis"), len(x.shape)
+        if axis is not None and sorted(a % ndim for a in np.atleast_1d(axis).tolist()) != list(range(ndim)):
+            return None
+        return Scalar((x,), (x.dtype,), None, reduce=kind)
+
+    return rule
+
+
+LOWERINGS["numba"] = {
+    ops.elementwise.masked.op: _masked_scalar,
+    ops.sum.op: _reduction_scalar("sum"),
+    ops.mean.op: _reduction_scalar("mean"),
+}
