@@ -68,6 +68,10 @@ KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher
 _NUMBA: dict = {}
 
 
+# the pairwise-sum helpers a kernel's module calls, replaced there by their numba compilations
+_PAIRWISE_HELPERS = ("leaf_sum", "descend", "after_leaf")
+
+
 def available() -> bool:
     """Whether numba is installed (``pip install tapegrad[jit]``); imported on the first fused program only."""
     if "ok" not in _NUMBA:
@@ -398,7 +402,7 @@ def load_kernel(source: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # numba's disk cache finds the function's module by its name
         spec.loader.exec_module(module)
-        for name in ("leaf_sum", "descend", "after_leaf"):  # the kernel calls numba's compilation of them
+        for name in _PAIRWISE_HELPERS:  # the kernel calls numba's compilation of them
             if hasattr(module, name):
                 setattr(module, name, helpers[name])
         # error_model="numpy": a division is IEEE's (x / 0 is inf, as in NumPy) with no check for a zero divisor,
