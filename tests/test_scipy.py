@@ -128,10 +128,6 @@ def test_orders_without_gradient_refuse_a_tensor_that_needs_one():
         special.iv(n, tg.Tensor([1.0]))
     with pytest.raises(ValueError, match="non-negative integer"):
         special.polygamma(1.5, tg.Tensor([1.0]))
-    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.gammainc: tapegrad has no gradient in a"):
-        special.gammainc(n, tg.Tensor([1.0]))
-    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.betainc: tapegrad has no gradient in b"):
-        special.betainc(2.0, n, tg.Tensor([0.5]))
     np.testing.assert_array_equal(special.gammasgn(tg.Tensor([-0.5, 1.5])).data, [-1.0, 1.0])
     assert not special.gammasgn(tg.Tensor([-0.5], requires_grad=True)).requires_grad  # piecewise constant
     a = np.array([2.0, 3.5])
