@@ -28,14 +28,16 @@ derivative is differentiable again (``gammaln -> digamma -> polygamma(1) -> poly
 ``jv(v)``          ``(jv(v - 1, x) - jv(v + 1, x)) / 2`` (``j0``, ``j1``, ``jn`` are jv's orders)
 ``yv(v)``          ``(yv(v - 1, x) - yv(v + 1, x)) / 2`` (``y0``, ``y1``, ``yn`` likewise)
 ``rgamma``         ``-rgamma(x) digamma(x)``
-``gammainc(a)``    ``x^(a - 1) exp(-x) / Gamma(a)`` in x (``a`` a constant); ``gammaincc``: minus that
-``betainc(a, b)``  ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` in x (``a``, ``b`` constants)
+``gammainc``       ``x^(a - 1) exp(-x) / Gamma(a)`` in x; ``gammainc_da(a, x, n=1)`` in a; ``gammaincc``: minus
+``betainc``        ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` in x; ``betainc_dab(.., na, nb)`` in a and b
+``gammainc_da(n)`` ``gammainc_da(n + 1)`` in a; the n-th a-derivative of x^(a - 1) exp(-x) / Gamma(a) in x
+``betainc_dab``    ``betainc_dab`` one order higher in a or b; in x, that derivative of the beta density
 =================  =====================================================
 
 ``gammasgn`` (the sign of Gamma) is piecewise constant: no gradient (``defnondiff``). ``multigammaln`` is
 composed of ``gammaln``. The regularised incomplete functions' derivatives in their parameters have no closed
-form SciPy computes: as in autograd, they are differentiable in ``x`` only, and a parameter that needs a
-gradient is refused with a ``TypeError`` naming it.
+form and SciPy computes none: ``gammainc_da`` and ``betainc_dab`` compute them (``tapegrad.ops._incomplete``:
+Taylor series in the parameters carried through the power series and continued fractions), any order.
 
 ``SPECIAL`` is ``tapegrad.scipy.special``'s table: SciPy's names, SciPy's signatures (``polygamma(n, x)``,
 ``iv(v, x)``, ``softmax(x, axis=None)``, ``logsumexp(a, axis, b, keepdims, return_sign)``), and tapegrad's
