@@ -41,6 +41,18 @@ def _ndtr(x):
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
+def _central(f, at, order):
+    """The first or second derivative of ``f`` at ``at`` by central differences, in float64 (an oracle
+    independent of the series and fractions that compute it), in ``at``'s dtype."""
+    a = np.asarray(at, np.float64)
+    h = 1e-5 * np.maximum(1.0, a) if order == 1 else 1e-4 * np.maximum(1.0, a)
+    if order == 1:
+        out = (f(a + h) - f(a - h)) / (2 * h)
+    else:
+        out = (f(a + h) - 2 * f(a) + f(a - h)) / (h * h)
+    return np.asarray(out).astype(np.result_type(at, np.float32))
+
+
 def _same(f):
     return lambda *xs: np.asarray(f(*[np.asarray(x, np.float64) for x in xs])).astype(np.result_type(*xs))
 
@@ -146,6 +158,45 @@ ROWS = (
         fn=lambda x: sp.betainc(2.0, 3.0, 0.5 + 0.45 * x),
         arity=1,
         examples=((((3, 4),), {}), (((),), {})),
+    ),
+    # the parameters too: a in (0.5, 2) puts x of (0.5, 2) on both sides of x = a + 1 (series, fraction)
+    _row("gammainc", _ref("gammainc"), "positive"),
+    _row("gammaincc", _ref("gammaincc"), "positive", examples=((((3, 1), (1, 4)), {}),)),
+    _row(
+        "betainc",
+        lambda a, b, x: _scipy("betainc")(a, b, x / 2.5),
+        "positive",
+        fn=lambda a, b, x: sp.betainc(a, b, x / 2.5),
+        examples=((((3, 1), (4,), (3, 4)), {}), (((), (), (2,)), {})),
+    ),
+    # their derivatives in the parameters, against central differences of SciPy's own values
+    _row(
+        "gammainc_da",
+        lambda a, x: _central(lambda s: _scipy("gammainc")(s, x), a, 1),
+        "positive",
+        fn=lambda a, x: sp._gammainc_da(a, x, n=1),
+        examples=((((3, 4), (3, 4)), {}), (((3, 1), (4,)), {})),
+    ),
+    _row(
+        "gammainc_da",
+        lambda a, x: _central(lambda s: _scipy("gammainc")(s, x * 4.0), a, 2),
+        "positive",
+        fn=lambda a, x: sp._gammainc_da(a, x * 4.0, n=2),
+        examples=((((3, 4), (3, 4)), {}),),
+    ),
+    _row(
+        "betainc_dab",
+        lambda a, b, x: _central(lambda s: _scipy("betainc")(s, b, x / 2.5), a, 1),
+        "positive",
+        fn=lambda a, b, x: sp._betainc_dab(a, b, x / 2.5, na=1, nb=0),
+        examples=((((3, 4), (3, 4), (3, 4)), {}),),
+    ),
+    _row(
+        "betainc_dab",
+        lambda a, b, x: _central(lambda s: _scipy("betainc")(a, s, x / 2.5), b, 2),
+        "positive",
+        fn=lambda a, b, x: sp._betainc_dab(a, b, x / 2.5, na=0, nb=2),
+        examples=((((3, 1), (4,), (3, 4)), {}),),
     ),
     _row("entr", _same(lambda x: -x * np.log(x)), "positive"),
     _row("rel_entr", _same(lambda x, y: x * np.log(x / y)), "positive"),

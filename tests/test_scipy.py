@@ -128,10 +128,6 @@ def test_orders_without_gradient_refuse_a_tensor_that_needs_one():
         special.iv(n, tg.Tensor([1.0]))
     with pytest.raises(ValueError, match="non-negative integer"):
         special.polygamma(1.5, tg.Tensor([1.0]))
-    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.gammainc: tapegrad has no gradient in a"):
-        special.gammainc(n, tg.Tensor([1.0]))
-    with tg.record(), pytest.raises(TypeError, match=r"scipy\.special\.betainc: tapegrad has no gradient in b"):
-        special.betainc(2.0, n, tg.Tensor([0.5]))
     np.testing.assert_array_equal(special.gammasgn(tg.Tensor([-0.5, 1.5])).data, [-1.0, 1.0])
     assert not special.gammasgn(tg.Tensor([-0.5], requires_grad=True)).requires_grad  # piecewise constant
     a = np.array([2.0, 3.5])
@@ -313,16 +309,44 @@ CDFS = [("t", X, (3.5,)), ("gamma", P, (2.5,)), ("chi2", P, (3.0,)), ("beta", U,
 
 
 @pytest.mark.parametrize("dist,x,shape", CDFS, ids=[d for d, _, _ in CDFS])
-def test_incomplete_beta_and_gamma_cdfs_are_differentiable_in_x_loc_scale_and_refuse_a_shape_gradient(dist, x, shape):
+def test_incomplete_beta_and_gamma_cdfs_are_differentiable_in_every_parameter(dist, x, shape):
     ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
     loc, scale = np.full(x.shape, -0.05), np.full(x.shape, 1.1)
     np.testing.assert_allclose(ours.cdf(x, *shape, loc, scale), theirs.cdf(x, *shape, loc, scale), rtol=1e-12)
-    assert tg.gradcheck(lambda x, m, s: ours.cdf(x, *shape, m, s), x, loc, scale)
-    assert tg.gradgradcheck(lambda x: ours.cdf(x, *shape), x)  # the rule is tapegrad's own pdf, recorded
-    with pytest.raises(TypeError, match=rf"scipy\.stats\.{dist}\.cdf: tapegrad has no gradient in"):
-        tg.grad(lambda p: ours.cdf(x, p, *shape[1:]).sum())(shape[0])
+    params = [np.full(x.shape, p) for p in shape]
+    assert tg.gradcheck(lambda x, *ps: ours.cdf(x, *ps[:-2], ps[-2], ps[-1]), x, *params, loc, scale)
+    assert tg.gradgradcheck(lambda x, *ps: ours.cdf(x, *ps[:-2], ps[-2], ps[-1]), x, *params, loc, scale)
+    for i, p in enumerate(shape):  # each shape parameter against central differences of SciPy's CDF
+        h = 1e-6 * p
+
+        def moved(step, i=i):
+            return theirs.cdf(x, *[q + step if j == i else q for j, q in enumerate(shape)])
+
+        want = (moved(h) - moved(-h)) / (2 * h)
+        got = tg.grad(lambda q, i=i: ours.cdf(x, *[q if j == i else r for j, r in enumerate(shape)]).sum())(p)
+        np.testing.assert_allclose(got, want.sum(), rtol=1e-6)
     if dist == "t":
         np.testing.assert_allclose(ours.logcdf(x, *shape), theirs.logcdf(x, *shape), rtol=1e-12)
+        assert tg.gradgradcheck(lambda x, df: ours.logcdf(x, df), x, params[0])
+        assert tg.grad(lambda df: ours.cdf(0.0, df))(3.0) == 0.0  # 1/2 whatever df: no NaN at the centre
+
+
+def test_discrete_distributions_refuse_a_gradient_in_their_integer_parameters():
+    k = np.array([0, 2, 4])
+    cases = [
+        ("binom", "n", lambda n: stats.binom.logpmf(k, n, 0.3), 5.0),
+        ("binom", "loc", lambda loc: stats.binom.pmf(k, 5, 0.3, loc), 0.0),
+        ("poisson", "loc", lambda loc: stats.poisson.logpmf(k, 1.5, loc), 0.0),
+        ("poisson", "loc", lambda loc: stats.poisson.cdf(k, 1.5, loc), 0.0),
+        ("bernoulli", "loc", lambda loc: stats.bernoulli.logpmf(k, 0.3, loc), 0.0),
+    ]
+    for name, what, f, at in cases:
+        with pytest.raises(TypeError, match=rf"scipy\.stats\.{name}\.\w+: {what} is an integer parameter"):
+            tg.grad(lambda v, f=f: f(v).sum())(at)
+    # as constants (numbers, arrays, tensors without a gradient) they are read as SciPy reads them
+    np.testing.assert_allclose(stats.binom.logpmf(k, tg.Tensor(5.0), 0.3).data, scipy_stats.binom.logpmf(k, 5, 0.3))
+    np.testing.assert_allclose(stats.poisson.cdf(k, 1.5, 1), scipy_stats.poisson.cdf(k, 1.5, 1), rtol=1e-14)
+    assert tg.grad(lambda p: stats.binom.logpmf(k, 5, p).sum())(0.3) == pytest.approx((k / 0.3 - (5 - k) / 0.7).sum())
 
 
 def test_poisson_cdf_is_differentiable_in_mu():

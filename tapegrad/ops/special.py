@@ -28,14 +28,16 @@ derivative is differentiable again (``gammaln -> digamma -> polygamma(1) -> poly
 ``jv(v)``          ``(jv(v - 1, x) - jv(v + 1, x)) / 2`` (``j0``, ``j1``, ``jn`` are jv's orders)
 ``yv(v)``          ``(yv(v - 1, x) - yv(v + 1, x)) / 2`` (``y0``, ``y1``, ``yn`` likewise)
 ``rgamma``         ``-rgamma(x) digamma(x)``
-``gammainc(a)``    ``x^(a - 1) exp(-x) / Gamma(a)`` in x (``a`` a constant); ``gammaincc``: minus that
-``betainc(a, b)``  ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` in x (``a``, ``b`` constants)
+``gammainc``       ``x^(a - 1) exp(-x) / Gamma(a)`` in x; ``gammainc_da(a, x, n=1)`` in a; ``gammaincc``: minus
+``betainc``        ``x^(a - 1) (1 - x)^(b - 1) / B(a, b)`` in x; ``betainc_dab(.., na, nb)`` in a and b
+``gammainc_da(n)`` ``gammainc_da(n + 1)`` in a; the n-th a-derivative of x^(a - 1) exp(-x) / Gamma(a) in x
+``betainc_dab``    ``betainc_dab`` one order higher in a or b; in x, that derivative of the beta density
 =================  =====================================================
 
 ``gammasgn`` (the sign of Gamma) is piecewise constant: no gradient (``defnondiff``). ``multigammaln`` is
 composed of ``gammaln``. The regularised incomplete functions' derivatives in their parameters have no closed
-form SciPy computes: as in autograd, they are differentiable in ``x`` only, and a parameter that needs a
-gradient is refused with a ``TypeError`` naming it.
+form and SciPy computes none: ``gammainc_da`` and ``betainc_dab`` compute them (``tapegrad.ops._incomplete``:
+Taylor series in the parameters carried through the power series and continued fractions), any order.
 
 ``SPECIAL`` is ``tapegrad.scipy.special``'s table: SciPy's names, SciPy's signatures (``polygamma(n, x)``,
 ``iv(v, x)``, ``softmax(x, axis=None)``, ``logsumexp(a, axis, b, keepdims, return_sign)``), and tapegrad's
@@ -50,6 +52,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
+from . import _incomplete
 from ._rules import call
 from .activations import _scipy_special, erf, erfc
 from .elementwise import absolute, exp, log, sigmoid
@@ -121,13 +124,93 @@ def _bessel_vjp(op):
     return rule
 
 
-def _gammainc_x(xp, x, a):
-    # d/dx P(a, x) = x^(a - 1) exp(-x) / Gamma(a), in logarithms (a constant: its gammaln a plain number)
-    return xp.exp(call(xp, xlogy, a - 1.0, x) - x - np.asarray(_special("gammaln")(a)))
+def _psi_rule(xp, k, z):
+    """The polygamma function of order k (digamma for 0), a recorded op on a recorded replay."""
+    return call(xp, digamma, z) if k == 0 else call(xp, _polygamma, z, n=k)
 
 
-def _betainc_x(xp, x, a, b):
-    return xp.exp(call(xp, xlogy, a - 1.0, x) + call(xp, xlog1py, b - 1.0, -x) - np.asarray(_special("betaln")(a, b)))
+def _gammainc_x(xp, a, x, n=0):
+    # d/dx d^n/da^n P(a, x) = d^n/da^n [x^(a - 1) exp(-x) / Gamma(a)]: the jet in a of that density's logarithm
+    # (a log x - gammaln(a) + ..., its derivatives polygammas), exponentiated; recorded ops on a recorded replay
+    log_density = call(xp, xlogy, a - 1.0, x) - x - call(xp, gammaln, a)
+    if n == 0:
+        return xp.exp(log_density)
+    coeffs = _incomplete.log_gamma_jet(log_density, lambda k, z: _psi_rule(xp, k, z), a, n, sign=-1.0)
+    coeffs[1] = coeffs[1] + xp.log(x)
+    return _incomplete.Jet([[c] for c in coeffs]).exp(xp.exp).derivative(n, 0)
+
+
+def _betainc_x(xp, a, b, x, na=0, nb=0):
+    # d/dx of d^(na + nb)/da^na db^nb I_x(a, b): the same derivative of x^(a - 1) (1 - x)^(b - 1) / B(a, b)
+    log_density = call(xp, xlogy, a - 1.0, x) + call(xp, xlog1py, b - 1.0, -x) - call(xp, betaln, a, b)
+    if na + nb == 0:
+        return xp.exp(log_density)
+    c = [[None] * (nb + 1) for _ in range(na + 1)]
+    c[0][0] = log_density
+    for i in range(na + 1):
+        for j in range(nb + 1):
+            if (i, j) == (0, 0):
+                continue
+            value = _psi_rule(xp, i + j - 1, a + b) * (1.0 / (math.factorial(i) * math.factorial(j)))
+            if j == 0:
+                value = value - _psi_rule(xp, i - 1, a) * (1.0 / math.factorial(i))
+                value = value + xp.log(x) if i == 1 else value
+            if i == 0:
+                value = value - _psi_rule(xp, j - 1, b) * (1.0 / math.factorial(j))
+                value = value + xp.log1p(-x) if j == 1 else value
+            c[i][j] = value
+    return _incomplete.Jet(c).exp(xp.exp).derivative(na, nb)
+
+
+def _numpy_only(name, fn):
+    """A forward computed here in NumPy (``tapegrad.ops._incomplete``), refused on other array libraries."""
+
+    def forward(*xs, xp=np, **params):
+        if xp is not np and xp is not numpy_rules:
+            raise NotImplementedError(
+                f"{name}: the {getattr(xp, 'name', xp)} backend cannot run it (it is computed with SciPy on NumPy "
+                "arrays); compute it on NumPy arrays (tapegrad.backend.to_numpy(x))"
+            )
+        if any(np.iscomplexobj(x) for x in xs):
+            raise TypeError(f"{name} takes real input here (tapegrad has no complex rule for it); got a complex array")
+        dtype = np.result_type(*xs)
+        return np.asarray(fn(*xs, **params), dtype=dtype if dtype.kind == "f" else np.float64)
+
+    forward.__name__ = forward.__qualname__ = f"{name}_forward"
+    return forward
+
+
+def _gammainc_a(sign):
+    def rule(xp, g, ans, a, x):
+        return g * call(xp, _gammainc_da, a, x, n=1) * sign
+
+    return rule
+
+
+def _gammainc_xrule(sign):
+    def rule(xp, g, ans, a, x):
+        return g * _gammainc_x(xp, a, x) * sign
+
+    return rule
+
+
+def _gammainc_da_a(xp, g, ans, a, x, n):
+    return g * call(xp, _gammainc_da, a, x, n=n + 1)
+
+
+def _gammainc_da_x(xp, g, ans, a, x, n):
+    return g * _gammainc_x(xp, a, x, n)
+
+
+def _betainc_dab_rule(da, db):
+    def rule(xp, g, ans, a, b, x, na=0, nb=0):
+        return g * call(xp, _betainc_dab, a, b, x, na=na + da, nb=nb + db)
+
+    return rule
+
+
+def _betainc_dab_x(xp, g, ans, a, b, x, na=0, nb=0):
+    return g * _betainc_x(xp, a, b, x, na, nb)
 
 
 def _iv_vjp(xp, g, ans, x, v):
@@ -205,12 +288,16 @@ rgamma = defop("rgamma", _scipy("rgamma"), lambda xp, g, ans, x: -g * ans * call
 gammasgn = defnondiff("gammasgn", _scipy("gammasgn"), elementwise=True, refuses=_DASK,
                       doc=_ex("sp.gammasgn(tg.Tensor([-0.5, 2.0]))", "Tensor([-1.,  1.])",
                               "The sign of Gamma(x) (no gradient: piecewise constant)."))
-_gammainc = defop("gammainc", _scipy("gammainc", cast=True),
-                  lambda xp, g, ans, x, a: g * _gammainc_x(xp, x, a), save="x", **_ROW)
-_gammaincc = defop("gammaincc", _scipy("gammaincc", cast=True),
-                   lambda xp, g, ans, x, a: -g * _gammainc_x(xp, x, a), save="x", **_ROW)
-_betainc = defop("betainc", _scipy("betainc", cast=True),
-                 lambda xp, g, ans, x, a, b: g * _betainc_x(xp, x, a, b), save="x", **_ROW)
+_gammainc = defop("gammainc", _scipy("gammainc", cast=True), _gammainc_a(1.0), _gammainc_xrule(1.0),
+                  save="x y", broadcast=True, **_ROW)
+_gammaincc = defop("gammaincc", _scipy("gammaincc", cast=True), _gammainc_a(-1.0), _gammainc_xrule(-1.0),
+                   save="x y", broadcast=True, **_ROW)
+_gammainc_da = defop("gammainc_da", _numpy_only("gammainc_da", _incomplete.gammainc_da), _gammainc_da_a,
+                     _gammainc_da_x, save="x y", broadcast=True, **_ROW)
+_betainc = defop("betainc", _scipy("betainc", cast=True), _betainc_dab_rule(1, 0), _betainc_dab_rule(0, 1),
+                 _betainc_dab_x, save="x y z", broadcast=True, **_ROW)
+_betainc_dab = defop("betainc_dab", _numpy_only("betainc_dab", _incomplete.betainc_dab), _betainc_dab_rule(1, 0),
+                     _betainc_dab_rule(0, 1), _betainc_dab_x, save="x y z", broadcast=True, **_ROW)
 entr = defop("entr", _scipy("entr"), lambda xp, g, ans, x: -g * (1.0 + xp.log(x)), save="x", **_ROW,
              doc=_ex("sp.entr(tg.Tensor([0.5]))", "Tensor([0.34657359])", "-x log(x), 0 at 0."))
 rel_entr = defop("rel_entr", _scipy("rel_entr"),
@@ -354,47 +441,39 @@ def yn(n, x):
     return _yv(x, v=_integer_order(n, "yn"))
 
 
-def _incomplete_parameter(value, what, name):
-    """A parameter of the regularised incomplete functions: a constant, refused where it needs a gradient."""
-    if isinstance(value, Tensor):
-        if value.requires_grad:
-            raise TypeError(
-                f"scipy.special.{name}: tapegrad has no gradient in {what} (SciPy computes none); pass it as a "
-                "constant (t.detach()): the function is differentiable in x"
-            )
-        value = value.data
-    value = np.asarray(value, dtype=np.float64)
-    return float(value) if value.ndim == 0 else value
-
-
 def gammainc(a, x):
-    """The regularised lower incomplete gamma function P(a, x), differentiable in x (``a`` a constant).
+    """The regularised lower incomplete gamma function P(a, x), differentiable in a and x (any order: the
+    derivatives in a are computed by ``tapegrad.ops._incomplete``).
 
     >>> import tapegrad as tg, tapegrad.ops.special as sp
     >>> sp.gammainc(1.0, tg.Tensor([1.0]))  # 1 - exp(-1)
     Tensor([0.63212056])
+    >>> round(float(tg.grad(lambda a: sp.gammainc(a, 1.0))(1.0)), 6)  # d/da P(a, 1) at a = 1
+    -0.43173
     """
-    return _gammainc(x, a=_incomplete_parameter(a, "a", "gammainc"))
+    return _gammainc(a, x)
 
 
 def gammaincc(a, x):
-    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x), differentiable in x.
+    """The regularised upper incomplete gamma function Q(a, x) = 1 - P(a, x), differentiable in a and x.
 
     >>> import tapegrad as tg, tapegrad.ops.special as sp
     >>> sp.gammaincc(1.0, tg.Tensor([1.0]))  # exp(-1)
     Tensor([0.36787944])
     """
-    return _gammaincc(x, a=_incomplete_parameter(a, "a", "gammaincc"))
+    return _gammaincc(a, x)
 
 
 def betainc(a, b, x):
-    """The regularised incomplete beta function I_x(a, b), differentiable in x (``a``, ``b`` constants).
+    """The regularised incomplete beta function I_x(a, b), differentiable in a, b and x (any order).
 
     >>> import tapegrad as tg, tapegrad.ops.special as sp
     >>> sp.betainc(1.0, 1.0, tg.Tensor([0.25]))
     Tensor([0.25])
+    >>> round(float(tg.grad(lambda a: sp.betainc(a, 1.0, 0.5))(1.0)), 6)  # d/da 0.5^a = -log(2) / 2
+    -0.346574
     """
-    return _betainc(x, a=_incomplete_parameter(a, "a", "betainc"), b=_incomplete_parameter(b, "b", "betainc"))
+    return _betainc(a, b, x)
 
 
 def multigammaln(a, d):

@@ -7,10 +7,10 @@ distribution             methods                                                
 =======================  ===========================================================  =====================
 ``norm``                 ``logpdf pdf cdf logcdf sf logsf``                           ``loc scale``
 ``multivariate_normal``  ``logpdf pdf entropy`` (``x`` of shape ``(..., d)``)         ``mean cov``
-``t``                    ``logpdf pdf cdf* logcdf*``                                  ``df loc scale``
-``beta``                 ``logpdf pdf cdf*``                                          ``a b loc scale``
-``gamma``                ``logpdf pdf cdf*``                                          ``a loc scale``
-``chi2``                 ``logpdf pdf cdf*``                                          ``df loc scale``
+``t``                    ``logpdf pdf cdf logcdf``                                    ``df loc scale``
+``beta``                 ``logpdf pdf cdf``                                           ``a b loc scale``
+``gamma``                ``logpdf pdf cdf``                                           ``a loc scale``
+``chi2``                 ``logpdf pdf cdf``                                           ``df loc scale``
 ``expon``                ``logpdf pdf cdf logcdf``                                    ``loc scale``
 ``laplace``              ``logpdf pdf cdf``                                           ``loc scale``
 ``logistic``             ``logpdf pdf cdf logcdf``                                    ``loc scale``
@@ -21,10 +21,10 @@ distribution             methods                                                
 ``binom``                ``logpmf pmf``                                               ``n p loc``
 =======================  ===========================================================  =====================
 
-Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The CDFs marked ``*``
-are the incomplete beta and gamma functions, whose derivatives in their shape parameters (``df``, ``a``, ``b``)
-tapegrad does not have: they are differentiable in ``x``, ``loc`` and ``scale`` (as autograd's), and a shape
-parameter that needs a gradient is refused with a ``TypeError``, never given a silent zero.
+Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The CDFs of ``t``,
+``beta``, ``gamma`` and ``chi2`` are the incomplete beta and gamma functions, differentiable in their shape
+parameters too (``df``, ``a``, ``b``: ``tapegrad.ops._incomplete``), to any order. The discrete distributions'
+``n`` and ``loc`` are integers: a gradient in them is refused with a ``TypeError``, never a silent zero.
 
 >>> import numpy as np, tapegrad as tg
 >>> from tapegrad.scipy import stats
@@ -44,7 +44,7 @@ import tapegrad.ops as tg
 
 from .._tensor import Tensor
 from ..ops import special as sp
-from ..ops._rules import recorded
+from ..ops._rules import call, data, recorded
 from ..registry import defop
 from ._types import like_scipy
 
@@ -66,20 +66,21 @@ def _inside(cond, value):
     return tg.where(cond, value, -np.inf)
 
 
-def _shape_parameter(value, what, name):
-    """A shape parameter of a CDF tapegrad differentiates in x only: refused where it needs a gradient."""
+def _integer_parameter(value, what, name, method):
+    """An integer parameter of a discrete distribution (``binom``'s n, a ``loc`` shift): a step function of it
+    has no derivative, so a tensor that needs a gradient is refused rather than given a silent zero."""
     if isinstance(value, Tensor):
         if value.requires_grad:
             raise TypeError(
-                f"scipy.stats.{name}.cdf: tapegrad has no gradient in {what} (the incomplete beta and gamma "
-                f"functions' derivatives in their parameters); pass it as a constant (t.detach()), or use "
-                f"{name}.logpdf, which is differentiable in {what}"
+                f"scipy.stats.{name}.{method}: {what} is an integer parameter of a discrete distribution, with no "
+                f"gradient; pass it as a number or an array (or t.detach()), or differentiate in the continuous "
+                f"parameters only"
             )
         value = value.data
-    return np.asarray(value, dtype=np.float64)
+    return np.asarray(value)
 
 
-def _standard_cdf(xp, g, ans, z, *, name, shape):
+def _standard_cdf(xp, g, ans, z, *shape, name):
     # d/dz cdf(z) = pdf(z): SciPy's on a plain replay, tapegrad's own (differentiable) on a recorded one
     if recorded(xp):
         return g * _DISTRIBUTIONS[name].pdf(z, *shape)
@@ -92,11 +93,76 @@ def _float_dtype(a):
     return dtype if dtype.kind == "f" else np.float64
 
 
-def _standard_cdf_forward(z, *, name, shape):
+def _standard_cdf_forward(z, *shape, name):
     return np.asarray(getattr(scipy.stats, name).cdf(z, *shape), dtype=_float_dtype(z))
 
 
-_cdf_op = defop("standard_cdf", _standard_cdf_forward, _standard_cdf, save="x", register=False, elementwise=True)
+def _positive_part(xp, z):
+    """``z`` where it is positive, 1 elsewhere (a select: the rules below use it where z > 0 only)."""
+    return xp.where(data(z) > 0, z, 1.0)
+
+
+def _gamma_cdf_a(xp, g, ans, z, a, *, name):
+    # P(a, z) for z > 0, 0 below: its derivative in a is the incomplete gamma function's, 0 below
+    return g * xp.where(data(z) > 0, call(xp, sp._gammainc_da, a, _positive_part(xp, z), n=1), 0.0)
+
+
+def _chi2_cdf_df(xp, g, ans, z, df, *, name):
+    # P(df / 2, z / 2): half the derivative in the first parameter
+    inner = call(xp, sp._gammainc_da, df * 0.5, _positive_part(xp, z) * 0.5, n=1)
+    return g * xp.where(data(z) > 0, inner * 0.5, 0.0)
+
+
+def _beta_cdf_shape(na, nb):
+    def rule(xp, g, ans, z, a, b, *, name):
+        inside = (data(z) > 0) & (data(z) < 1)
+        safe = xp.where(inside, z, 0.5)
+        return g * xp.where(inside, call(xp, sp._betainc_dab, a, b, safe, na=na, nb=nb), 0.0)
+
+    return rule
+
+
+def _t_cdf_df(xp, g, ans, z, df, *, name):
+    # cdf = I_t(df / 2, 1 / 2) / 2 below 0 and 1 minus that above, t = df / (df + z^2). In df: the parameter's
+    # derivative / 2 and the density in t times dt/ddf = z^2 / (df + z^2)^2, which with 1 - t = z^2 / (df + z^2)
+    # is t^(df/2 - 1) |z| / (B(df / 2, 1 / 2) (df + z^2)^(3/2)): finite (0) at z = 0, where dt/ddf is
+    zz = z * z
+    total = df + zz
+    t = df / total
+    half = df * 0.5
+    in_a = call(xp, sp._betainc_dab, half, 0.5, t, na=1, nb=0) * 0.5
+    log_density = call(xp, sp.xlogy, half - 1.0, t) - call(xp, sp.betaln, half, 0.5)
+    in_t = xp.exp(log_density) * xp.absolute(z) / (total * xp.sqrt(total))
+    side = np.where(data(z) < 0, 0.5, -0.5)
+    return g * ((in_a + in_t) * side)
+
+
+def _cdf(name, *shape_rules):
+    return defop(
+        f"{name}_cdf",
+        _standard_cdf_forward,
+        _standard_cdf,
+        *shape_rules,
+        save="x y z" if len(shape_rules) == 2 else "x y",
+        register=False,
+        broadcast=True,
+        elementwise=True,
+    )
+
+
+_CDF_OPS = {
+    "t": _cdf("t", _t_cdf_df),
+    "gamma": _cdf("gamma", _gamma_cdf_a),
+    "chi2": _cdf("chi2", _chi2_cdf_df),
+    "beta": _cdf("beta", _beta_cdf_shape(1, 0), _beta_cdf_shape(0, 1)),
+}
+
+
+def _standard_cdf_of(name, z, *shape):
+    """The standard CDF of a distribution with shape parameters, differentiable in z and in each of them."""
+    return _CDF_OPS[name](
+        z, *(p if isinstance(p, Tensor) else np.asarray(p, dtype=np.float64) for p in shape), name=name
+    )
 
 
 def _poisson_cdf_vjp(xp, g, ans, mu, *, k):
@@ -210,8 +276,8 @@ class _StudentT(_Continuous):
         )  # fmt: skip
 
     def cdf(self, x, df, loc=0.0, scale=1.0):
-        """Differentiable in x, loc and scale; df is a constant here (the incomplete beta function)."""
-        return _cdf_op(_standard(x, loc, scale), name="t", shape=(_shape_parameter(df, "df", "t"),))
+        """Differentiable in x, df, loc and scale (the incomplete beta function and its derivatives)."""
+        return _standard_cdf_of("t", _standard(x, loc, scale), df)
 
     def logcdf(self, x, df, loc=0.0, scale=1.0):
         return tg.log(self.cdf(x, df, loc, scale))
@@ -230,9 +296,8 @@ class _Beta(_Continuous):
         return _inside(inside, value)
 
     def cdf(self, x, a, b, loc=0.0, scale=1.0):
-        """Differentiable in x, loc and scale; a and b are constants here (the incomplete beta function)."""
-        shape = (_shape_parameter(a, "a", "beta"), _shape_parameter(b, "b", "beta"))
-        return _cdf_op(_standard(x, loc, scale), name="beta", shape=shape)
+        """Differentiable in x, a, b, loc and scale (the incomplete beta function and its derivatives)."""
+        return _standard_cdf_of("beta", _standard(x, loc, scale), a, b)
 
 
 class _Gamma(_Continuous):
@@ -247,8 +312,8 @@ class _Gamma(_Continuous):
         return _inside(inside, sp.xlogy(_t(a) - 1.0, safe) - safe - sp.gammaln(a) - tg.log(_t(scale)))
 
     def cdf(self, x, a, loc=0.0, scale=1.0):
-        """Differentiable in x, loc and scale; a is a constant here (the incomplete gamma function)."""
-        return _cdf_op(_standard(x, loc, scale), name="gamma", shape=(_shape_parameter(a, "a", "gamma"),))
+        """Differentiable in x, a, loc and scale (the incomplete gamma function and its derivatives)."""
+        return _standard_cdf_of("gamma", _standard(x, loc, scale), a)
 
 
 class _Chi2(_Continuous):
@@ -260,8 +325,8 @@ class _Chi2(_Continuous):
         return gamma.logpdf(x, _t(df) * 0.5, loc, _t(scale) * 2.0)
 
     def cdf(self, x, df, loc=0.0, scale=1.0):
-        """Differentiable in x, loc and scale; df is a constant here (the incomplete gamma function)."""
-        return _cdf_op(_standard(x, loc, scale), name="chi2", shape=(_shape_parameter(df, "df", "chi2"),))
+        """Differentiable in x, df, loc and scale (the incomplete gamma function and its derivatives)."""
+        return _standard_cdf_of("chi2", _standard(x, loc, scale), df)
 
 
 class _Expon(_Continuous):
@@ -343,11 +408,12 @@ class _Poisson(_Discrete):
     name = "poisson"
 
     def logpmf(self, k, mu, loc=0):
-        k = np.asarray(k) - loc
+        k = np.asarray(k) - _integer_parameter(loc, "loc", "poisson", "logpmf")
         return _inside(k >= 0, sp.xlogy(np.maximum(k, 0), mu) - sp.gammaln(np.maximum(k, 0) + 1.0) - mu)
 
     def cdf(self, k, mu, loc=0):
         """P(K <= k), differentiable in mu."""
+        loc = _integer_parameter(loc, "loc", "poisson", "cdf")
         return _poisson_cdf_op(mu, k=np.asarray(k, dtype=np.float64) - loc)
 
 
@@ -357,7 +423,7 @@ class _Bernoulli(_Discrete):
     name = "bernoulli"
 
     def logpmf(self, k, p, loc=0):
-        k = np.asarray(k) - loc
+        k = np.asarray(k) - _integer_parameter(loc, "loc", "bernoulli", "logpmf")
         return _inside((k == 0) | (k == 1), sp.xlogy(k, p) + sp.xlog1py(1 - k, -_t(p)))
 
 
@@ -367,7 +433,8 @@ class _Binom(_Discrete):
     name = "binom"
 
     def logpmf(self, k, n, p, loc=0):
-        k, n = np.asarray(k) - loc, np.asarray(n)
+        n = _integer_parameter(n, "n", "binom", "logpmf")
+        k = np.asarray(k) - _integer_parameter(loc, "loc", "binom", "logpmf")
         inside = (k >= 0) & (k <= n)
         k = np.clip(k, 0, n)
         log_choose = sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
