@@ -283,6 +283,11 @@ def _transposed(op):
         # a recorded rule reads its saved values as tensors (constants here, unless outer levels or tapes know them)
         inputs = [Tensor._wrap(x) if isinstance(x, np.ndarray) else x for x in inputs]
         answers = tuple(v if isinstance(v, Tensor) else Tensor._wrap(np.asarray(v)) for v in answers)
+        if not (ACTIVE.get() or FORWARD.get()):
+            # nothing outside differentiates the rule: the values of a tape that is not recording now (jacfwd of
+            # jacrev, hessian) are constants of this small tape, not inputs it would warn it cannot reach
+            inputs = [x.detach() if isinstance(x, Tensor) and x._node is not None else x for x in inputs]
+            answers = tuple(v.detach() if v._node is not None else v for v in answers)
         with record() as tape:
             us = [Tensor(np.zeros(v.shape, v.dtype)) for v in answers]
             tape.watch(*us)

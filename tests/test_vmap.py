@@ -537,16 +537,14 @@ def test_a_batched_integer_index_picks_each_examples_own():
 
 
 def test_an_index_whose_rule_takes_no_batch_is_refused_naming_it():
-    x, idx = RNG.standard_normal((3, 5)), np.array([[0, 1], [2, 3], [4, 4]])
-    index_update = tg.ops.indexing._index_update_op  # the op itself: tg.index_update reads the index first
-    with pytest.raises(NotImplementedError, match="index_update's parameter index varies along the batch"):
-        tg.vmap(lambda a, i: index_update(a, a[0], index=i))(x, idx)
-    with pytest.raises(NotImplementedError, match="index_update's parameter index varies along the batch"):
-        tg.vmap(lambda a, i: index_update(a, a[0], index=i), loop=True)(x, idx)  # a loop would get the batch's
+    x, shift = RNG.standard_normal((3, 5)), np.array([1, 2, 3])
+    roll = tg.ops.arrange._roll  # the op itself, its shift a parameter that f computed
+    with pytest.raises(NotImplementedError, match="roll's parameter shift varies along the batch"):
+        tg.vmap(lambda a, s: roll(a, shift=s))(x, shift)
+    with pytest.raises(NotImplementedError, match="roll's parameter shift varies along the batch"):
+        tg.vmap(lambda a, s: roll(a, shift=s), loop=True)(x, shift)  # a loop would get the batch's
     with pytest.raises(NotImplementedError, match="getitem with a boolean mask beside a batched index"):
         tg.vmap(lambda a, m: a[m])(x, x > 0)  # each example would select a different count
-    with pytest.raises(TypeError, match="reads the value of a batched tensor"):  # it dedupes the positions
-        tg.vmap(lambda a, i: tg.index_update(a, i, 0.0))(x, idx)
     assert BATCH.get() == () and TRACING.n == 0
 
 
@@ -585,3 +583,29 @@ def test_argmax_and_argmin_batch_as_the_loop_axis_none_indexing_each_flattened_e
     got = np.asarray(tg.vmap(lambda v: fn(v, **kwargs))(x))
     want = np.stack([np.asarray(fn(tg.Tensor(e), **kwargs)) for e in x])
     assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_index_update_with_a_batched_index_is_each_examples_own_update():
+    # each example writes at its own positions, repeats included: the last write wins and alone gets the gradient
+    rng = np.random.default_rng(4)
+    x, v = rng.standard_normal((5, 3, 4)), rng.standard_normal((5, 3))
+    idx = np.array([[0, 2, 0], [1, 3, 3], [3, 3, 3], [0, 1, 2], [2, 2, 1]])
+    w = np.arange(12.0).reshape(3, 4)
+
+    def f(x, i, v):
+        return tg.index_update(x, (1, i), v)
+
+    def loss(x, i, v):
+        return ((f(x, i, v) ** 2) * w).sum()
+
+    got = tg.vmap(f)(x, idx, v)
+    grads = tg.vmap(tg.grad(loss, argnums=(0, 2)))(x, idx, v)
+    shared = tg.vmap(lambda i: tg.index_update(x[0], (1, i), 7.0))(idx)
+    for b in range(5):
+        np.testing.assert_array_equal(got[b], f(tg.Tensor(x[b]), idx[b], tg.Tensor(v[b])).numpy())
+        np.testing.assert_array_equal(shared[b], tg.index_update(tg.Tensor(x[0]), (1, idx[b]), 7.0).numpy())
+        want = tg.grad(loss, argnums=(0, 2))(x[b], idx[b], v[b])
+        np.testing.assert_allclose(grads[0][b], want[0], rtol=1e-12)
+        np.testing.assert_allclose(grads[1][b], want[1], rtol=1e-12)
+    tangent = tg.vmap(lambda x, i, v: tg.jvp(lambda x, v: f(x, i, v), (x, v), (x, v))[1])(x, idx, v)
+    np.testing.assert_allclose(tangent, got, rtol=1e-12)  # linear in (x, v): its own tangent

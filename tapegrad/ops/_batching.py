@@ -12,6 +12,7 @@ batched too: a rule that takes it names it in ``rule.batched_params`` and gets i
 from __future__ import annotations
 
 import contextlib
+import math
 
 import numpy as np
 
@@ -20,7 +21,7 @@ __all__ = [
     "broadcast_to_rule", "getitem_rule", "concatenate_rule", "stack_rule", "matmul_rule", "diagonal_rule",
     "trace_rule", "flat_index_rule", "solve_rule", "fft_axes_rule", "BatchedIndex", "first_axis_rule", "conv_rule", "einsum_rule",
     "tensordot_rule", "convolve_rule", "scatter_rule", "take_along_axis_rule", "scatter_along_axis_rule",
-    "index_update_rule", "roll_rule", "pad_rule", "diagflat_rule", "standardize_rule", "identity_basis",
+    "index_update_rule", "last_writes", "last_writes_rule", "roll_rule", "pad_rule", "diagflat_rule", "standardize_rule", "identity_basis",
 ]  # fmt: skip
 
 # The identity matrices jacfwd pushes through f as a batch of tangents (the input's basis) while it runs, by id: the
@@ -489,12 +490,60 @@ def scatter_along_axis_rule(k, datas, batched, params):
     return out
 
 
+def _last_of_each(flat):
+    """Which entries of the integer array ``flat`` are the last occurrence of their value."""
+    rev = flat[::-1]
+    last = flat.size - 1 - np.unique(rev, return_index=True)[1]
+    keep = np.zeros(flat.shape, dtype=bool)
+    keep[last] = True
+    return keep
+
+
+def _global_positions(k, pos, n, size):
+    """Per-example flat positions ``pos`` (batch axes first) as positions into the whole batch, one row each."""
+    pos = np.broadcast_to(pos, tuple(n) + pos.shape[k:]).reshape(math.prod(n), -1) % size
+    return pos + (np.arange(pos.shape[0]) * size)[:, None]
+
+
+def last_writes(positions):
+    """For the flat positions an update writes to, in order: whether each write is the last to its position (the
+    one that wins, and the only one that gets the gradient).
+
+    >>> last_writes(np.array([2, 0, 2]))
+    array([False,  True,  True])
+    """
+    return _last_of_each(np.asarray(positions).reshape(-1)).reshape(np.shape(positions))
+
+
+def last_writes_rule(k, datas, batched, params):
+    pos = datas[0]  # flat positions (never negative: tg.index_update computes them), batch axes first
+    size = int(pos.max()) + 1 if pos.size else 1
+    return _last_of_each(_global_positions(k, pos, pos.shape[:k], size).reshape(-1)).reshape(pos.shape)
+
+
+@_takes("index")
 def index_update_rule(k, datas, batched, params):
     x, v = datas
+    if isinstance(params["index"], BatchedIndex):
+        return _index_update_per_example(k, x, v, batched, params["index"].data)
     index = _adjacent_arrays(params["index"], "index_update")
     n = sizes(k, datas, batched)
     out = np.array(np.broadcast_to(x, tuple(n) + (x.shape[k:] if batched[0] else np.shape(x))))
     out[(slice(None),) * k + index] = v  # an unbatched value broadcasts from the right, a batched one lines up
+    return out
+
+
+def _index_update_per_example(k, x, v, batched, pos):
+    """``index_update`` of a flat example at positions of its own (``tg.index_update``'s batched index): each
+    example's last write to a position wins, as without vmap."""
+    n = tuple(max(a, b) for a, b in zip(sizes(k, [x, v], batched), pos.shape[:k]))
+    shape = x.shape[k:] if batched[0] else np.shape(x)
+    out = np.array(np.broadcast_to(x, n + shape), order="C")  # C order: its reshape below is a view
+    size = math.prod(shape)
+    where = _global_positions(k, pos, n, size).reshape(-1)
+    values = np.broadcast_to(v if batched[1] else np.asarray(v), n + pos.shape[k:]).reshape(-1)
+    keep = _last_of_each(where)
+    out.reshape(-1)[where[keep]] = values[keep]
     return out
 
 

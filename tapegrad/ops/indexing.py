@@ -7,7 +7,9 @@ Ops with their own rules:
   scatter-add through several index arrays (the array API standard) add with a one-hot comparison instead.
 - ``index_update(x, index, v)``: ``x`` with ``x[index] = v``. Its gradient is ``g`` with zeros at ``index`` for
   ``x`` and ``g[index]`` for ``v``. Where an integer index repeats a position the last value written wins,
-  by construction (the index is deduplicated first), and only that value gets the gradient.
+  by construction (the index is deduplicated first), and only that value gets the gradient. Under ``vmap`` an
+  index that varies along the batch cannot be deduplicated before the op: the batching rule keeps each
+  example's last write, and the nondifferentiable ``last_writes`` masks the gradient of the others (a select).
 
 Public functions composed of ops: ``take`` (``getitem``), ``sort`` and ``partition`` (``take_along_axis`` of
 ``argsort``/``argpartition``: the gradient follows the permutation) and ``index_add`` (``x + scatter(v)``).
@@ -24,7 +26,13 @@ from ..backend import dask_array as dask
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
 from ._axes import ndim_of, normalize_axes
-from ._batching import index_update_rule, scatter_along_axis_rule, take_along_axis_rule
+from ._batching import (
+    index_update_rule,
+    last_writes,
+    last_writes_rule,
+    scatter_along_axis_rule,
+    take_along_axis_rule,
+)
 from .creation import _full_like
 from .elementwise import add, astype
 from .shape import broadcast_to, getitem, reshape, scatter
@@ -102,6 +110,13 @@ def _written(xp, g, index):
     return xp.scatter(xp.ones_like(xp.getitem(g, index)), index=index, shape=g.shape) != 0
 
 
+def _written_values(xp, g, index):
+    """The gradient of the values written: ``g`` at ``index``; a batched index (vmap's) may repeat a position
+    within an example, and only the last write there gets it."""
+    picked = xp.getitem(g, index)
+    return picked if index.__class__ is not Batched else xp.where(_last_writes(index), picked, 0)
+
+
 # fmt: off
 _take_along_axis = defop(
     "take_along_axis", lambda x, indices, axis, *, xp=np: xp.take_along_axis(x, indices, axis=axis),
@@ -115,8 +130,9 @@ _scatter_along_axis_op = defop(
 _index_update_op = defop(
     "index_update", _index_update,
     lambda xp, g, ans, x, v, index: xp.where(_written(xp, g, index), 0, g),
-    lambda xp, g, ans, x, v, index: xp.getitem(g, index),
+    lambda xp, g, ans, x, v, index: _written_values(xp, g, index),
     inputs=("x", "v"), linear=True, batch=index_update_rule)
+_last_writes = defnondiff("last_writes", last_writes, batch=last_writes_rule)
 _argsort = defnondiff("argsort", lambda x, axis=-1, kind=None, *, xp=np: xp.argsort(x, axis=axis)
                       if kind is None else xp.argsort(x, axis=axis, kind=kind), refuses={"dask": dask.SORT}, batch="axis")
 _argpartition = defnondiff("argpartition", lambda x, kth, axis=-1, *, xp=np: xp.argpartition(x, kth, axis=axis),
@@ -274,6 +290,8 @@ def index_update(x, index, v):
     """
     index, v = _index_of(index), _value_for(x, v)
     shape = _shape(x)
+    if index.__class__ is Batched or (isinstance(index, tuple) and any(i.__class__ is Batched for i in index)):
+        return _index_update_batched(x, index, v, shape)
     target = _indexed_shape(shape, index)
     number = not hasattr(v, "shape")
     if not number and _shape(v) != target:
@@ -291,6 +309,16 @@ def index_update(x, index, v):
     return reshape(out, shape)
 
 
+def _index_update_batched(x, index, v, shape):
+    """``index_update`` with an index that varies along vmap's batch: the flat positions it names, gathered per
+    example, and one update of the flattened ``x`` at them (the batching rule keeps each example's last write)."""
+    picked = getitem(Tensor._wrap(_flat_positions(x)), index=index)  # one example's shape, batched values
+    positions = reshape(picked, (-1,))
+    if hasattr(v, "shape"):
+        v = reshape(v if tuple(v.shape) == tuple(picked.shape) else broadcast_to(v, tuple(picked.shape)), (-1,))
+    return reshape(_index_update_op(reshape(x, (-1,)), v, index=positions), shape)
+
+
 def index_add(x, index, v):
     """``x`` with ``v`` added at ``index`` (broadcast to the indexed shape; repeated positions accumulate),
     recorded: ``x`` gets ``g``, ``v`` the sum of ``g`` over the places it was added to.
@@ -301,6 +329,8 @@ def index_add(x, index, v):
     """
     index, v = _index_of(index), _value_for(x, v)
     shape = _shape(x)
+    if index.__class__ is Batched or (isinstance(index, tuple) and any(i.__class__ is Batched for i in index)):
+        return _index_update_batched(x, index, v, shape)
     target = _indexed_shape(shape, index)
     if not hasattr(v, "shape"):  # a number: made an array of x's library, dtype and the indexed shape
         v = _full_like(getitem(_constant_of(x), index=index), fill_value=v)
