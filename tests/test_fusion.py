@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from programs import programs
 
 import tapegrad as tg
-from tapegrad.compile import fuse, pairwise
+from tapegrad.compile import fuse, pairwise, vecmath
 
 ULPS = 64  # ulps of an output's largest magnitude, through a random program of up to eight ops
 PER_OP = 4  # ulps of one transcendental function against NumPy's
@@ -267,6 +267,78 @@ def test_a_value_numpy_would_sum_in_another_order_keeps_numpys_sum():
     compiled(x)
     assert_same(compiled(x), f(tg.Tensor(x)).data)
     assert "add_reduce" in compiled.source and "after_leaf(" not in compiled.source, compiled.source
+
+
+def _tanh_ulps(got, x):
+    """ulps of ``got`` from ``tanh(x)`` computed in long double, counted in the float64 result's spacing."""
+    exact = np.tanh(x.astype(np.longdouble))
+    return np.abs(got.astype(np.longdouble) - exact) / np.spacing(np.abs(exact).astype(np.float64))
+
+
+def _whole_float64_range():
+    rng = np.random.default_rng(4)
+    bits = rng.integers(0, 0x7FF0000000000000, 20000, dtype=np.int64)  # every exponent, subnormals too
+    x = np.concatenate([bits.view(np.float64), rng.standard_normal(4000) * 4, np.geomspace(1e-310, 25, 2000)])
+    x = np.concatenate([x, np.linspace(17, 21, 401), [5e-324, 2.2250738585072014e-308, 1e-8, 0.55, 19.06, 1e300]])
+    return np.concatenate([x, -x])
+
+
+def test_the_vectorisable_tanh_is_within_its_ulp_bound_over_the_float64_range():
+    x = _whole_float64_range()
+    got = np.array([vecmath.tanh(v) for v in x.tolist()])
+    assert _tanh_ulps(got, x).max() <= vecmath.TANH_ULPS
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 5e-324, -5e-324, 1e300, -1e300]
+    got = np.array([vecmath.tanh(v) for v in special])
+    assert_same(got, np.tanh(special))
+    signed = ~np.isnan(got)  # a NaN's sign is NumPy's loop's choice (it varies with the loop taken)
+    assert np.array_equal(np.signbit(got[signed]), np.signbit(np.tanh(special))[signed])
+
+
+@needs_numba
+def test_a_large_chain_through_tanh_is_one_vectorised_loop_within_the_bound(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)  # whatever NumPy's tanh is on this machine
+    n = fuse.LARGE + 1001
+    x = np.resize(_whole_float64_range(), n)
+    x[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 30.0]
+    w = np.random.default_rng(5).integers(-3, 4, n).astype(np.int32)  # another dtype: cast in the loop
+    b = np.array([0.25])  # broadcast
+
+    def f(x, w, b):
+        h = tg.tanh(x)
+        return tg.tanh(h * w - b) * 2.0, h
+
+    compiled = tg.compile(f, fuse=True, check=False)
+    compiled(x, w, b)
+    out = compiled(x, w, b)
+    assert compiled.program.info["fused_runs"] == 1 and "vtanh(" in compiled.source, compiled.source
+    assert " tanh(" not in compiled.source, compiled.source  # no NumPy call left between fused loops
+    assert_same(np.signbit(out[1][:6]), np.signbit(np.tanh(x[:6])))
+    assert _tanh_ulps(out[1], x)[~np.isnan(x)].max() <= vecmath.TANH_ULPS
+    assert_same(np.isnan(out[1]), np.isnan(x))
+    for got, expected in zip(out, f(tg.Tensor(x), tg.Tensor(w), tg.Tensor(b))):
+        assert_within_ulps(got, expected.data, ulps=4 * vecmath.TANH_ULPS)
+
+
+@needs_numba
+def test_a_large_tanh_stays_numpys_call_where_numpys_loop_is_faster(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", False)
+    x = np.linspace(-3, 3, fuse.LARGE)
+    compiled = tg.compile(lambda x: tg.tanh(x * 2.0 + 1.0) - x, fuse=True, check=False)
+    compiled(x)
+    assert_same(compiled(x), np.tanh(x * 2.0 + 1.0) - x)
+    assert "vtanh(" not in compiled.source and " tanh(" in compiled.source, compiled.source
+
+
+@needs_numba
+def test_a_sum_ending_a_run_through_the_vectorised_tanh_is_numpys_sum(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)
+    x = np.random.default_rng(6).standard_normal(fuse.LARGE + 7)
+    compiled = tg.compile(lambda x: (tg.tanh(x * 1.5) - x).sum(), fuse=True, check=False)
+    compiled(x)
+    got = compiled(x)
+    assert "vtanh(" in compiled.source and "after_leaf(" not in compiled.source, compiled.source
+    t = np.tanh(x * 1.5)
+    assert abs(got - (t - x).sum()) <= 8 * vecmath.TANH_ULPS * np.spacing(np.abs(t).sum())
 
 
 @needs_numba

@@ -4,7 +4,9 @@
 scalar expression (:func:`.kernels.scalar`: ``LOWERINGS["numba"]``, else the ufunc the step's NumPy kernel
 calls), compute arrays of the same shape, and number at most ``MAX_RUN`` (LLVM's time grows faster than the
 function, so kernels stay small). On arrays of ``LARGE`` elements or more, the transcendental functions
-(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm. The forward of a chain is such a run, and so is its gradient, and the
+(``SIMD_UFUNCS``) stay NumPy's calls: its SIMD loops are faster than numba's scalar libm; except ``tanh`` of
+float64 where NumPy's own loop is not AVX-512's (:func:`vector_tanh`): there it is arithmetic LLVM vectorises
+(:mod:`.vecmath`), so a chain's forward and its loss are one loop. The forward of a chain is such a run, and so is its gradient, and the
 elementwise work after a matrix product (the bias, ``relu`` and its mask, the loss). A run becomes one call
 of a generated loop over the elements: each argument read once per element at the top of the loop, the
 values of the run kept in local variables, and only the values the rest of the program reads (its
@@ -46,8 +48,9 @@ import threading
 import numpy as np
 
 from .graph import Const, Value
-from .kernels import SIMD_UFUNCS, lowered, scalar
+from .kernels import SIMD_UFUNCS, Scalar, lowered, scalar
 from .pairwise import DEPTH, LEAF, after_leaf, descend, leaf_sum
+from .vecmath import tanh as _vtanh
 
 __all__ = [
     "MAX_RUN",
@@ -68,8 +71,31 @@ KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher
 _NUMBA: dict = {}
 
 
-# the pairwise-sum helpers a kernel's module calls, replaced there by their numba compilations
-_PAIRWISE_HELPERS = ("leaf_sum", "descend", "after_leaf")
+# the helpers a kernel's module calls (pairwise sums, vecmath), replaced there by their numba compilations
+_PAIRWISE_HELPERS = ("leaf_sum", "descend", "after_leaf", "vtanh")
+_VECTORISED = frozenset((np.tanh,))  # the ufuncs a large fused loop computes as vecmath's
+_VECMATH_IMPORT = "from tapegrad.compile.vecmath import tanh as vtanh"
+
+
+def vector_tanh() -> bool:
+    """Whether a fused loop over a large float64 array computes ``tanh`` as :func:`.vecmath.tanh` rather than
+    leaving it to NumPy's call: where NumPy's ``tanh`` runs its AVX-512 loop it is as fast as the fused one
+    (1.4 ms per 10^6 elements against 2.2), elsewhere (AVX2) NumPy's is a scalar call per element, 3.7x the
+    fused one (``python -m benchmarks.speed --fused``, the wide row). ``TAPEGRAD_VECTOR_TANH=0`` or ``1``
+    decides it."""
+    if "vtanh" not in _NUMBA:
+        forced = os.environ.get("TAPEGRAD_VECTOR_TANH")
+        if forced in ("0", "1"):
+            _NUMBA["vtanh"] = forced == "1"
+        else:
+            try:
+                from numpy.lib.introspect import opt_func_info  # noqa: PLC0415  (NumPy >= 2.0)
+
+                current = opt_func_info(func_name="^tanh$", signature="float64")["tanh"]["dd"]["current"]
+            except (ImportError, KeyError, TypeError):
+                current = ""
+            _NUMBA["vtanh"] = not any(t in current for t in ("AVX512", "X86_V4"))
+    return _NUMBA["vtanh"]
 
 
 def available() -> bool:
@@ -111,10 +137,12 @@ def _fusible(step, kernels):
         return s
     if not (k.elementwise and k.out_style is not None):
         return None
-    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
-        return None  # NumPy's SIMD loop is faster there than a fused scalar call
     if s is None:
         return None
+    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
+        if not (k.fn in _VECTORISED and step.out.dtype == s.dtypes[0] == np.float64 and vector_tanh()):
+            return None  # NumPy's SIMD loop is faster there than a fused scalar call
+        s = Scalar(s.args, s.dtypes, _vtanh_expr)  # arithmetic LLVM vectorises (vecmath)
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
         if isinstance(a, Value) and not (a.numpy and _broadcasts(a.shape, step.out.shape)):
             return None
@@ -124,6 +152,10 @@ def _fusible(step, kernels):
             if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
                 return None
     return s
+
+
+def _vtanh_expr(xs) -> str:
+    return f"vtanh({xs[0]})"
 
 
 def is_array(a, numbers=None) -> bool:
@@ -193,6 +225,10 @@ def _ends(steps, scalars, reduction) -> bool:
     that NumPy sums it in C order, as the loop does), and the loop's shape can be read from one of the run's
     array arguments."""
     x, shape = reduction.args[0], steps[0].out.shape
+    if any(s.expr is _vtanh_expr for s in scalars):
+        # the reduction's loop, over pieces of a pairwise leaf, is not vectorised: its vtanh would be a scalar
+        # loop (measured 8x slower), so NumPy sums the stored value (one more pass over memory)
+        return False
     computed = {id(n.out) for n in steps}
     if id(x) not in computed or x.shape != shape or not x.c_contiguous:  # C order: NumPy's order of summing
         return False
@@ -259,12 +295,13 @@ def kernel_source(run) -> str:
     body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
     params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
     reduction = run.scalars[-1] if run.scalars[-1].reduce else None
+    imports = ["import numpy as np"] + ([_VECMATH_IMPORT] if any("vtanh(" in line for line in body) else [])
     if reduction is not None:
         body.pop()
-        return _reduction_source(run, params, loads + body, names[id(reduction.args[0])])
+        return _reduction_source(run, params, loads + body, names[id(reduction.args[0])], imports)
     index = ", ".join(f"i{d}" for d in range(ndim)) if ndim else "()"
     stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
-    out = ["import numpy as np", "", f"def kernel({', '.join(params)}):"]
+    out = [*imports, "", f"def kernel({', '.join(params)}):"]
     indent = "    "
     for d in range(ndim):
         out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
@@ -296,7 +333,7 @@ def _step_line(t, n, s, names, numbers) -> str:
     return f"t{t} = {expr if exact else f'{_cast(n.out.dtype)}({expr})'}"
 
 
-def _reduction_source(run, params, lines, value) -> str:
+def _reduction_source(run, params, lines, value, imports) -> str:
     """The loop of a run ending in a sum or mean of ``value`` over all its elements (the last output): the values
     of each leaf of NumPy's pairwise tree (:mod:`.pairwise`) go to ``buf``, in C order, and are summed as NumPy
     sums them, so the result is NumPy's to the bit."""
@@ -308,7 +345,7 @@ def _reduction_source(run, params, lines, value) -> str:
     index = ", ".join(f"i{d}" for d in range(ndim))
     stores = [f"o{q}[{index}] = t{run.steps.index(o.step)}" for q, o in enumerate(outs)]
     out = [
-        "import numpy as np",
+        *imports,
         "from tapegrad.compile.pairwise import after_leaf, descend, leaf_sum",
         "",
         f"def kernel({', '.join(params)}):",
@@ -361,12 +398,15 @@ def cache_dir() -> pathlib.Path:
 
 
 def _helpers(numba) -> dict:
-    """numba's compilation of :mod:`.pairwise`'s functions, and a hash of its source (in each kernel's file
+    """numba's compilation of :mod:`.pairwise`'s functions and of :func:`.vecmath.tanh`, and a hash of their source (in each kernel's file
     name: a kernel cached on disk has the helpers' machine code in it)."""
     if "helpers" not in _NUMBA:
         jit = numba.njit(cache=True, nogil=True, error_model="numpy")
         found = {fn.__name__: jit(fn) for fn in (leaf_sum, descend, after_leaf)}
+        # inlined: a call per element would keep LLVM from vectorising the loop around it
+        found["vtanh"] = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")(_vtanh)
         text = pathlib.Path(leaf_sum.__code__.co_filename).read_bytes()
+        text += pathlib.Path(_vtanh.__code__.co_filename).read_bytes()
         found["version"] = hashlib.sha1(text).hexdigest()[:12]  # noqa: S324  (a version, not a secret)
         _NUMBA["helpers"] = found
     return _NUMBA["helpers"]
