@@ -53,6 +53,22 @@ def _central(f, at, order):
     return np.asarray(out).astype(np.result_type(at, np.float32))
 
 
+def _central_error(order, at):
+    """``value_scale`` of a row whose oracle is ``_central``: what its error is relative to, element by element.
+
+    The difference quotient loses about ``eps / h**order`` to rounding and ``h**2`` to truncation, so it is
+    accurate to about 1e-10 (first order) and 1e-7 (second): the property tests allow a few ulps of
+    ``10 / h**order``. The accurate check of these derivatives is against mpmath, in
+    tests/test_scipy_incomplete.py (to 1e-10 over a grid)."""
+
+    def scale(arrays, kwargs):
+        a = np.asarray(arrays[at], np.float64)
+        h = (1e-5 if order == 1 else 1e-4) * np.maximum(1.0, a)
+        return np.broadcast_to(10.0 / h**order, np.broadcast_shapes(*(np.shape(x) for x in arrays)))
+
+    return scale
+
+
 def _same(f):
     return lambda *xs: np.asarray(f(*[np.asarray(x, np.float64) for x in xs])).astype(np.result_type(*xs))
 
@@ -168,6 +184,7 @@ ROWS = (
         "positive",
         fn=lambda a, b, x: sp.betainc(a, b, x / 2.5),
         examples=((((3, 1), (4,), (3, 4)), {}), (((), (), (2,)), {})),
+        costly=True,
     ),
     # their derivatives in the parameters, against central differences of SciPy's own values
     _row(
@@ -175,13 +192,17 @@ ROWS = (
         lambda a, x: _central(lambda s: _scipy("gammainc")(s, x), a, 1),
         "positive",
         fn=lambda a, x: sp._gammainc_da(a, x, n=1),
+        value_scale=_central_error(1, 0),
         examples=((((3, 4), (3, 4)), {}), (((3, 1), (4,)), {})),
+        costly=True,
     ),
     _row(
         "gammainc_da",
         lambda a, x: _central(lambda s: _scipy("gammainc")(s, x * 4.0), a, 2),
         "positive",
         fn=lambda a, x: sp._gammainc_da(a, x * 4.0, n=2),
+        value_scale=_central_error(2, 0),
+        costly=True,
         examples=((((3, 4), (3, 4)), {}),),
     ),
     _row(
@@ -189,14 +210,18 @@ ROWS = (
         lambda a, b, x: _central(lambda s: _scipy("betainc")(s, b, x / 2.5), a, 1),
         "positive",
         fn=lambda a, b, x: sp._betainc_dab(a, b, x / 2.5, na=1, nb=0),
+        value_scale=_central_error(1, 0),
         examples=((((3, 4), (3, 4), (3, 4)), {}),),
+        costly=True,
     ),
     _row(
         "betainc_dab",
         lambda a, b, x: _central(lambda s: _scipy("betainc")(a, s, x / 2.5), b, 2),
         "positive",
         fn=lambda a, b, x: sp._betainc_dab(a, b, x / 2.5, na=0, nb=2),
+        value_scale=_central_error(2, 1),
         examples=((((3, 1), (4,), (3, 4)), {}),),
+        costly=True,
     ),
     _row("entr", _same(lambda x: -x * np.log(x)), "positive"),
     _row("rel_entr", _same(lambda x, y: x * np.log(x / y)), "positive"),

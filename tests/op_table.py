@@ -53,6 +53,9 @@ class OpCase:
     # (arrays, kwargs, cotangent) -> one number per input: what float32's rounding error in that input's gradient
     # is relative to, where the rule cancels digits; the float32-against-float64 check allows 4 ulps of it.
     gradient_scale: Callable | None = None
+    # the op takes milliseconds a call (a continued fraction carrying derivatives): the property suite's finite
+    # differences draw a few examples of it (test_properties.COSTLY); its fixed examples in test_ops run in full
+    costly: bool = False
 
     def __post_init__(self):
         op = op_of(self)

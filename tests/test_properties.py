@@ -25,6 +25,7 @@ from tapegrad.registry import defop
 
 IDS = [case.name for case in OPS]
 FEW = max(5, settings.default.max_examples // 3)  # for the costlier properties
+COSTLY = 6  # finite differences of a row marked ``costly`` (its op takes milliseconds a call)
 
 
 @st.composite
@@ -84,22 +85,29 @@ def test_value_gradients_and_dtypes(case, data):
             assert g is not None and g.shape == a.shape and g.dtype == a.dtype, (i, a.shape, a.dtype, g)
 
 
-@pytest.mark.parametrize("case", OPS, ids=IDS)
-@given(data=st.data())
-def test_gradient_matches_finite_differences(case, data):
-    arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
-    assert tg.gradcheck(lambda *xs: case.fn(*xs, **kwargs), *arrays)
+def _for_examples(case, check, examples):
+    """Run ``check(data)`` for ``examples`` drawn examples, or ``COSTLY`` where the row says its op is costly."""
+    settings(max_examples=min(examples, COSTLY) if case.costly else examples)(given(data=st.data())(check))()
 
 
 @pytest.mark.parametrize("case", OPS, ids=IDS)
-@settings(max_examples=FEW)
-@given(data=st.data())
-def test_second_derivative_matches_finite_differences(case, data):
-    arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
-    assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *arrays)
+def test_gradient_matches_finite_differences(case):
+    def check(data):
+        arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
+        assert tg.gradcheck(lambda *xs: case.fn(*xs, **kwargs), *arrays)
+
+    _for_examples(case, check, settings.default.max_examples)
 
 
-# -- unbroadcast ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", OPS, ids=IDS)
+def test_second_derivative_matches_finite_differences(case):
+    def check(data):
+        arrays, kwargs = data.draw(op_inputs(case), label="arrays, kwargs")
+        assert tg.gradgradcheck(lambda *xs: case.fn(*xs, **kwargs), *arrays)
+
+    _for_examples(case, check, FEW)
+
+
 @st.composite
 def _shape_and_target(draw):
     target = draw(tgst.shapes())
