@@ -59,8 +59,8 @@ WARMUP = 2  # passes per engine and workload before the first timed round
 TARGETS = [
     ("chain", "tapegrad", "torch", 0.6),
     ("chain", "tapegrad", "nodegraph", 0.6),
-    ("mlp-float64", "tapegrad", "numpy", 1.03),
-    ("mlp-float32", "tapegrad", "numpy", 1.03),
+    ("mlp-float64", "tapegrad", "numpy-tight", 1.03),
+    ("mlp-float32", "tapegrad", "numpy-tight", 1.03),
     ("chain", "compiled", "numpy", 1.5),
     ("mlp-float64", "compiled", "numpy-tight", 0.97),
     ("mlp-float32", "compiled", "numpy-tight", 0.97),
