@@ -79,18 +79,23 @@ def _special(name):
     return getattr(special, name)
 
 
+def _real_numpy_inputs(name, xp, xs, why):
+    """Refuse another array library (``why`` it cannot run ``name``) and complex input: a NumPy-only forward."""
+    if xp is not np and xp is not numpy_rules:
+        raise NotImplementedError(
+            f"{name}: the {getattr(xp, 'name', xp)} backend cannot run it ({why}); compute it on NumPy arrays "
+            "(tapegrad.backend.to_numpy(x))"
+        )
+    if any(np.iscomplexobj(x) for x in xs):
+        raise TypeError(f"{name} takes real input here (tapegrad has no complex rule for it); got a complex array")
+
+
 def _scipy(name, cast=False):
     """The forward of op ``name``: SciPy's function of that name, on NumPy arrays only (``cast``: in the
     input's floating dtype, for the SciPy functions that compute float64 whatever they are given)."""
 
     def fn(*xs, xp=np, **params):
-        if xp is not np and xp is not numpy_rules:
-            raise NotImplementedError(
-                f"{name}: the {getattr(xp, 'name', xp)} backend cannot run it (SciPy's special functions run on "
-                "NumPy arrays); compute it on NumPy arrays (tapegrad.backend.to_numpy(x))"
-            )
-        if any(np.iscomplexobj(x) for x in xs):
-            raise TypeError(f"{name} takes real input here (tapegrad has no complex rule for it); got a complex array")
+        _real_numpy_inputs(name, xp, xs, "SciPy's special functions run on NumPy arrays")
         out = _special(name)(*params.values(), *xs) if params else _special(name)(*xs)
         if cast:
             dtype = np.result_type(*xs)
@@ -166,13 +171,7 @@ def _numpy_only(name, fn):
     """A forward computed here in NumPy (``tapegrad.ops._incomplete``), refused on other array libraries."""
 
     def forward(*xs, xp=np, **params):
-        if xp is not np and xp is not numpy_rules:
-            raise NotImplementedError(
-                f"{name}: the {getattr(xp, 'name', xp)} backend cannot run it (it is computed with SciPy on NumPy "
-                "arrays); compute it on NumPy arrays (tapegrad.backend.to_numpy(x))"
-            )
-        if any(np.iscomplexobj(x) for x in xs):
-            raise TypeError(f"{name} takes real input here (tapegrad has no complex rule for it); got a complex array")
+        _real_numpy_inputs(name, xp, xs, "tapegrad computes it with NumPy")
         dtype = np.result_type(*xs)
         return np.asarray(fn(*xs, **params), dtype=dtype if dtype.kind == "f" else np.float64)
 
