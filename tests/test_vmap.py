@@ -585,6 +585,26 @@ def test_argmax_and_argmin_batch_as_the_loop_axis_none_indexing_each_flattened_e
     assert got.shape == want.shape and np.array_equal(got, want)
 
 
+def test_index_add_with_a_batched_index_accumulates_repeats_per_example():
+    # index_add, unlike index_update, adds every write to a repeated position: under vmap as without it
+    rng = np.random.default_rng(5)
+    x, v = rng.standard_normal((4, 6)), rng.standard_normal((4, 3))
+    idx = np.array([[0, 0, 2], [5, 5, 5], [1, 3, 1], [4, 2, 0]])
+
+    def loss(v, x, i):
+        return (tg.index_add(x, i, v) ** 2).sum()
+
+    got = tg.vmap(lambda x, i, v: tg.index_add(x, i, v))(x, idx, v)
+    want = np.stack([tg.index_add(tg.Tensor(x[k]), idx[k], v[k]).numpy() for k in range(4)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12)
+    numbers = tg.vmap(lambda x, i: tg.index_add(x, i, 2.0))(x, idx)
+    np.testing.assert_allclose(
+        np.asarray(numbers), np.stack([tg.index_add(tg.Tensor(x[k]), idx[k], 2.0).numpy() for k in range(4)])
+    )
+    grads = tg.vmap(tg.grad(loss))(v, x, idx)
+    np.testing.assert_allclose(np.asarray(grads), np.stack([tg.grad(loss)(v[k], x[k], idx[k]) for k in range(4)]))
+
+
 def test_index_update_with_a_batched_index_is_each_examples_own_update():
     # each example writes at its own positions, repeats included: the last write wins and alone gets the gradient
     rng = np.random.default_rng(4)

@@ -319,6 +319,18 @@ def _index_update_batched(x, index, v, shape):
     return reshape(_index_update_op(reshape(x, (-1,)), v, index=positions), shape)
 
 
+def _index_add_batched(x, index, v, shape):
+    """``index_add`` with an index that varies along vmap's batch: the flat positions it names, gathered per
+    example, and one scatter-add into the flattened ``x`` (repeated positions accumulate, as without vmap)."""
+    picked = getitem(Tensor._wrap(_flat_positions(x)), index=index)
+    values = v if hasattr(v, "shape") else _full_like(picked, fill_value=v, dtype=getattr(x, "dtype", None))
+    if tuple(values.shape) != tuple(picked.shape):
+        values = broadcast_to(values, tuple(picked.shape))
+    size = int(np.prod(shape, dtype=np.int64))
+    added = scatter(reshape(values, (-1,)), index=reshape(picked, (-1,)), shape=(size,))
+    return reshape(add(reshape(x, (-1,)), added), shape)
+
+
 def index_add(x, index, v):
     """``x`` with ``v`` added at ``index`` (broadcast to the indexed shape; repeated positions accumulate),
     recorded: ``x`` gets ``g``, ``v`` the sum of ``g`` over the places it was added to.
@@ -330,7 +342,7 @@ def index_add(x, index, v):
     index, v = _index_of(index), _value_for(x, v)
     shape = _shape(x)
     if index.__class__ is Batched or (isinstance(index, tuple) and any(i.__class__ is Batched for i in index)):
-        return _index_update_batched(x, index, v, shape)
+        return _index_add_batched(x, index, v, shape)
     target = _indexed_shape(shape, index)
     if not hasattr(v, "shape"):  # a number: made an array of x's library, dtype and the indexed shape
         v = _full_like(getitem(_constant_of(x), index=index), fill_value=v)
