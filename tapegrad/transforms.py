@@ -14,9 +14,9 @@ Contract
   when ``f`` raises; the tape ``vjp`` returns inside ``vjp_fn`` is released when ``vjp_fn`` is dropped (or by
   ``vjp_fn.release()``). A tape the thread kept for a later ``loss.backward()`` is kept through the call.
 - **Forward mode.** ``jvp``, ``linearize`` and ``jacfwd`` propagate tangents beside the forward pass, one JVP
-  rule per op (:mod:`tapegrad.forward`), with no tape; ``hvp`` is ``jvp`` of ``grad`` and ``hessian`` is
-  ``jacfwd(jacrev(f))`` (forward over reverse). ``jacfwd`` is ``vmap`` (:mod:`tapegrad.batching`) of ``jvp``
-  over the input's basis. The double-VJP columns (``u -> J^T u`` recorded once, then one replay per input
+  rule per op (:mod:`tapegrad.forward`), with no tape; ``hvp`` is ``grad`` of ``f``'s derivative along ``v``
+  (reverse over forward) and ``hessian`` is ``jacfwd(jacrev(f))`` (forward over reverse). ``jacfwd`` is
+  ``vmap`` (:mod:`tapegrad.batching`) of ``jvp`` over the input's basis. The double-VJP columns (``u -> J^T u`` recorded once, then one replay per input
   element) remain for the complex Jacobians of a holomorphic ``f``.
 """
 
@@ -346,8 +346,10 @@ def _operand(v, dtype=None):
 def hvp(f: Callable, x, v) -> Any:
     """The Hessian of a scalar ``f`` at ``x`` times ``v`` (same structure as ``x``), without forming the Hessian.
 
-    Forward over reverse: the tangent of ``grad f`` at ``x`` in the direction ``v``, one forward and one recorded
-    reverse pass with tangents (about two gradients), whatever the size of ``x``.
+    Reverse over forward: the gradient of ``f``'s derivative along ``v``, ``<grad f(x), v>``, which is ``H v``
+    since the Hessian is symmetric. One forward pass records ``f``'s ops with their tangent rules' ops, and one
+    reverse pass replays them (on arrays, unless a tape outside differentiates the result), whatever the size of
+    ``x``.
 
     >>> import numpy as np, tapegrad as tg
     >>> tg.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))   # 6 x * v
@@ -357,7 +359,29 @@ def hvp(f: Callable, x, v) -> Any:
     vleaves, vspec = tree_flatten(v, "hvp: v")
     if vspec != xspec or any(np.shape(a) != np.shape(b) for a, b in zip(xleaves, vleaves)):
         raise ValueError("hvp: v must have the structure and shapes of x")
-    return jvp(grad(f), (x,), (v,))[1]
+    return grad(functools.partial(_slope, f, xspec, vleaves))(x)
+
+
+def _slope(f, xspec, vleaves, x):
+    """``f``'s derivative at ``x`` along ``v``: a scalar recorded on ``grad``'s tape with the tangent rules' ops.
+    Faster than the tangent of ``grad f`` (forward over reverse), whose reverse pass would run every rule on
+    tensors with tangents: here only the forward pass carries tangents, and the reverse pass is a plain one."""
+    xs, _ = tree_flatten(x, "hvp: x")
+    with level("hvp") as lv:
+        for xi, vi in zip(xs, vleaves):  # grad's own tensors for this call: the tangent goes on them directly
+            set_tangent(xi, lv, _tangent(vi, xi))
+        out = f(tree_unflatten(xspec, xs))
+        if not isinstance(out, (Tensor, numbers.Number, np.ndarray, np.generic)) or isinstance(out, bool):
+            hint = " (did it forget to return?)" if out is None else ""
+            raise TypeError(f"hvp: f must return a scalar tensor or number, got {type(out).__name__}{hint}")
+        shape = tuple(out.shape) if isinstance(out, Tensor) else np.shape(out)
+        if math.prod(shape) != 1:
+            raise ValueError(
+                f"hvp requires a scalar f (f returned shape {shape}); for a vector f, the derivative of its "
+                "Jacobian along v is tg.jvp(tg.jacrev(f), (x,), (v,))[1]"
+            )
+        t = tangent_of(out, lv)
+    return 0.0 if t is None else t  # None: f does not depend on x, its Hessian is zero
 
 
 def _pairing(a, b):

@@ -128,8 +128,9 @@ def test_second_order_jvp_matches_finite_differences(case, data):
 @settings(max_examples=max(2, FEW // 2))
 @given(data=st.data())
 def test_forward_over_reverse_equals_reverse_over_reverse(case, data):
-    """hvp (the tangent of grad: forward over reverse, through every rule's ops) against the gradient of
-    <grad, v> (reverse over reverse), for a weighted sum of the op's output."""
+    """The tangent of grad (forward over reverse, through every VJP rule's ops) and hvp (reverse over forward,
+    through every JVP rule's ops) against the gradient of <grad, v> (reverse over reverse), for a weighted sum of
+    the op's output."""
     arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
     xs, of = _split(case, arrays)
     f = of(kwargs)
@@ -143,15 +144,14 @@ def test_forward_over_reverse_equals_reverse_over_reverse(case, data):
     def loss(xs):
         return (f(*xs) * w).sum()
 
-    got = tg.hvp(loss, tuple(xs), vs)
-
     def pairing(xs):
         return sum((g * v).sum() for g, v in zip(tg.grad(loss)(xs), vs))
 
     want = tg.grad(pairing)(tuple(xs))
-    for a, b in zip(got, want):
-        scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
-        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10 * scale)
+    for got in (tg.jvp(tg.grad(loss), (tuple(xs),), (vs,))[1], tg.hvp(loss, tuple(xs), vs)):
+        for a, b in zip(got, want):
+            scale = max(1.0, float(np.max(np.abs(b), initial=0.0)))
+            np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10 * scale)
 
 
 @pytest.mark.parametrize("case,shapes,kwargs", FIRST, ids=[c.name for c, _, _ in FIRST])

@@ -275,6 +275,10 @@ def test_clear_errors():
         tg.jacobian(smooth, mode="forward")
     with pytest.raises(ValueError, match="structure and shapes of x"):
         tg.hvp(smooth, np.ones(4), np.ones(3))
+    with pytest.raises(ValueError, match=r"hvp requires a scalar f \(f returned shape \(3,\)\)"):
+        tg.hvp(vector_fn, np.ones(4), np.ones(4))
+    with pytest.raises(TypeError, match="hvp: f must return a scalar tensor or number, got NoneType"):
+        tg.hvp(lambda x: None, np.ones(4), np.ones(4))
     with pytest.raises(ValueError, match="tangents must have the structure"):
         tg.jvp(vector_fn, (np.ones(4),), (np.ones(4), np.ones(4)))
     _, vjp_fn = tg.vjp(vector_fn, np.ones(4))

@@ -6,6 +6,7 @@ The full measurement, with memray and side by side with the node-graph reference
 
 import gc
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -260,3 +261,33 @@ def test_leaves_get_their_gradient_buffers_unshared():
     assert not np.shares_memory(a.grad, b.grad)
     a.grad += 1.0
     np.testing.assert_allclose(b.grad, 3.0)
+
+
+def test_hvp_frees_its_tape_and_every_tangent_by_reference_counting():
+    # hvp records f's ops and their tangent rules' ops on one tape: after it returns, the values, the tangents
+    # and the tape are gone without the cycle collector, and repeated calls hold only their results.
+    from tapegrad import tape as tape_module
+    from tapegrad._state import FORWARD
+    from tapegrad.forward import tangent_of
+
+    x = np.random.default_rng(3).standard_normal(20_000)
+    refs = []
+
+    def f(x):
+        h = tg.exp(tg.sin(x)) * x
+        lv = FORWARD.get()[-1]
+        refs.extend([weakref.ref(h.data), weakref.ref(tangent_of(h, lv).data), weakref.ref(tape_module.current())])
+        return (h * h).sum()
+
+    tg.hvp(f, x[:3], x[:3])  # warm up
+    gc.disable()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        kept = [tg.hvp(f, x, x) for _ in range(5)]
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    assert all(r() is None for r in refs), [r() is None for r in refs]
+    assert held < sum(k.nbytes for k in kept) + 100_000, held
