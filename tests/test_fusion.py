@@ -341,6 +341,58 @@ def test_a_sum_ending_a_run_through_the_vectorised_tanh_is_numpys_sum(monkeypatc
     assert abs(got - (t - x).sum()) <= 8 * vecmath.TANH_ULPS * np.spacing(np.abs(t).sum())
 
 
+def _large_chain(cycles, xp_tanh):
+    def loss(x, w, b, c):
+        for _ in range(cycles):
+            x = xp_tanh(x * w + b) - c
+        return x.sum()
+
+    return loss
+
+
+@needs_numba
+def test_a_large_value_and_gradient_is_one_loop_its_loss_summed_after(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)
+    rng = np.random.default_rng(8)
+    n = fuse.LARGE + 3
+    x, w, b, c = rng.standard_normal(n), 1.0 + 0.1 * rng.standard_normal(n), *(0.1 * rng.standard_normal((2, n)))
+    x[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    loss = _large_chain(3, tg.tanh)
+    step = tg.compile(tg.value_and_grad(loss, argnums=(0, 1, 2, 3)), fuse=True, check=False)
+    step(x, w, b, c)
+    value, grads = step(x, w, b, c)
+    # the forward and the gradient in one loop: the forward's intermediates are never stored
+    assert step.program.info["fused_runs"] == 1, step.source
+    assert step.source.index("fused(") < step.source.index("add_reduce("), step.source
+    with np.errstate(invalid="ignore"):  # inf - inf in eager's gradient, as in the program's
+        expected = tg.value_and_grad(loss, argnums=(0, 1, 2, 3))(x, w, b, c)
+    assert np.isnan(value) and np.isnan(expected[0])
+    for g, e in zip(grads, expected[1]):
+        assert_within_ulps(g, e, ulps=16 * vecmath.TANH_ULPS)
+    tail = [a[4:] for a in (x, w, b, c)]  # finite: the loss is a number
+    step(*tail)
+    got = step(*tail)[0]
+    assert abs(got - loss(*map(tg.Tensor, tail)).data) <= 16 * vecmath.TANH_ULPS * np.spacing(float(n))
+
+
+@needs_numba
+def test_a_large_sum_read_by_the_steps_after_it_stays_before_them(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)  # the loop cannot end in the sum: it would move if it could
+    n = fuse.LARGE + 5
+    x = np.linspace(-1, 1, n)
+
+    def f(x):
+        y = tg.tanh(x * 3.0) + 1.0
+        s = y.sum()
+        return (y * s - x) * 0.5, s
+
+    got, again = _run(f, x, fused_at_least=2)
+    expected = f(tg.Tensor(x))
+    for g, a, e in zip(got, again, expected):
+        assert_within_ulps(g, e.data, ulps=8 * vecmath.TANH_ULPS)
+        assert_within_ulps(a, e.data, ulps=8 * vecmath.TANH_ULPS)
+
+
 @needs_numba
 def test_a_fused_sum_keeps_nan_inf_and_numpys_zero():
     def f(x):

@@ -65,6 +65,7 @@ __all__ = [
 ]
 
 MAX_RUN = 48  # steps per fused kernel
+LARGE_RUN_FACTOR = 2  # on LARGE arrays a run may be longer: a pass over memory saved outweighs LLVM's time
 LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
 _lock = threading.Lock()
 KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
@@ -190,8 +191,13 @@ def _broadcasts(shape, to) -> bool:
 
 
 def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
-    """The runs of the scheduled ``graph`` (see the module docstring), each of at least two steps."""
+    """The runs of the scheduled ``graph`` (see the module docstring), each of at least two steps. On arrays of
+    ``LARGE`` elements a run may hold ``LARGE_RUN_FACTOR`` times ``max_run`` steps, and a step that would end a
+    run there goes after the steps that continue it where it may (:func:`_sink`): a chain's forward and its
+    gradient are then one loop."""
     runs, current, scalars = [], [], []
+    steps = graph.steps
+    found = [_fusible(n, kernels) for n in steps]
 
     def close():
         if len(current) >= 2:
@@ -199,10 +205,17 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         current.clear()
         scalars.clear()
 
-    for n in graph.steps:
-        s = _fusible(n, kernels)
+    i = 0
+    while i < len(steps):
+        n, s = steps[i], found[i]
+        large = current and math.prod(current[0].out.shape) >= LARGE
+        limit = LARGE_RUN_FACTOR * max_run if large else max_run
+        ends = bool(current) and s is not None and s.reduce and len(current) < limit and _ends(current, scalars, s)
+        if large and (s is None or s.reduce) and not ends and _sink(steps, found, i, kernels):
+            continue  # ``n`` now follows the steps that continue the run; ``steps[i]`` is the first of them
+        i += 1
         if s is not None and s.reduce:
-            if current and len(current) < max_run and _ends(current, scalars, s):
+            if current and ends:
                 current.append(n)
                 scalars.append(s)
             close()  # the reduction ends its run (its value is ready only after the loop)
@@ -210,7 +223,7 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         if s is None:
             close()
             continue
-        if current and (n.out.shape != current[0].out.shape or len(current) >= max_run):
+        if current and (n.out.shape != current[0].out.shape or len(current) >= limit):
             close()
         current.append(n)
         scalars.append(s)
@@ -218,6 +231,38 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
     if runs:
         _connect(graph, runs)
     return runs
+
+
+def _sink(steps, found, i, kernels) -> bool:
+    """Move ``steps[i]``, which would end a run of ``LARGE`` elements (a step not fused, or a reduction the
+    run cannot end: the loss of a value and gradient through ``vtanh``), after the fusible steps of the run's
+    shape that follow it, when none of them reads it, so that the run goes on through them; whether it moved.
+    A stored value costs a pass over memory to write it and one to read it back, more than a loop's arithmetic
+    (measured: the wide row of ``python -m benchmarks.speed --fused``, whose forward stored ten arrays of 8 MB
+    for its gradient's loop). ``found``: each step's :func:`_fusible`, moved with it. A draw, or a step
+    writing over its argument, stays where it is."""
+    n, shape = steps[i], steps[i - 1].out.shape
+    if n.random or lowered(kernels, n).writes is not None:
+        return False
+    j = i + 1
+    while j < len(steps) and _extends(steps[j], found[j], shape, n.out):
+        j += 1
+    if j == i + 1:
+        return False
+    steps.insert(j - 1, steps.pop(i))
+    found.insert(j - 1, found.pop(i))
+    return True
+
+
+def _extends(n, s, shape, value) -> bool:
+    """Whether step ``n`` (``s``: its :func:`_fusible`) continues a run of ``shape`` without reading ``value``."""
+    return (
+        s is not None
+        and not s.reduce
+        and n.out.shape == shape
+        and not n.random
+        and not any(v is value for v in n.inputs())
+    )
 
 
 def _ends(steps, scalars, reduction) -> bool:
