@@ -320,6 +320,25 @@ def test_a_large_chain_through_tanh_is_one_vectorised_loop_within_the_bound(monk
 
 
 @needs_numba
+@pytest.mark.parametrize("inner", [2**15 + 3, 2**15 + 4])
+def test_a_loop_through_tanh_in_two_halves_computes_every_element_of_every_row(monkeypatch, inner):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, inner))
+    row, col = rng.standard_normal((1, inner)), rng.standard_normal((3, 1))  # broadcast along each axis
+
+    def f(x, row, col):
+        return tg.tanh(x * row + col) - x, x * 2.0 + 1.0
+
+    compiled = tg.compile(f, fuse=True, check=False)
+    compiled(x, row, col)
+    got = compiled(x, row, col)
+    assert "h = o0.shape[1] // 2" in compiled.source and "o0[i0, h + h]" in compiled.source, compiled.source
+    for g, e in zip(got, f(tg.Tensor(x), tg.Tensor(row), tg.Tensor(col))):
+        assert_within_ulps(g, e.data, ulps=4 * vecmath.TANH_ULPS)
+
+
+@needs_numba
 def test_a_large_tanh_stays_numpys_call_where_numpys_loop_is_faster(monkeypatch):
     monkeypatch.setitem(fuse._NUMBA, "vtanh", False)
     x = np.linspace(-3, 3, fuse.LARGE)

@@ -42,6 +42,7 @@ import importlib.util
 import math
 import os
 import pathlib
+import re
 import sys
 import threading
 
@@ -348,11 +349,40 @@ def kernel_source(run) -> str:
     stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
     out = [*imports, "", f"def kernel({', '.join(params)}):"]
     indent = "    "
+    lines = loads + body + stores
+    if ndim and any("vtanh(" in line for line in body):
+        return "\n".join(out + _two_halves(lines, ndim)) + "\n"
     for d in range(ndim):
         out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
         indent += "    "
-    out += [indent + line for line in loads + body + stores]
+    out += [indent + line for line in lines]
     return "\n".join(out) + "\n"
+
+
+_LOCAL = re.compile(r"\b([xt]\d+)\b")
+
+
+def _two_halves(lines, ndim) -> list:
+    """The loop body ``lines`` over the innermost axis in two halves at once, an element of each per iteration,
+    their steps interleaved (then the middle element of an odd length): a chain through ``vtanh`` is a long
+    sequence of dependent operations, and an element of the other half gives the processor independent work
+    to do while each one waits (measured: the wide row's loop 40 -> 28 ms; LLVM's time to compile it about
+    doubles, once, as kernels are cached on disk). Each element is still read before it is written, in the
+    same iteration, so an output written over an argument stays correct."""
+    last = ndim - 1
+    at = re.compile(rf"\bi{last}\b")
+    out, indent = [], "    "
+    for d in range(last):
+        out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
+        indent += "    "
+    out.append(f"{indent}h = o0.shape[{last}] // 2")
+    out.append(f"{indent}for i{last} in range(h):")
+    for line in lines:
+        other = at.sub(f"i{last} + h", _LOCAL.sub(r"\1_", line))  # the other half's element, its own names
+        out += [f"{indent}    {line}", f"{indent}    {other}"]
+    out.append(f"{indent}if o0.shape[{last}] % 2:")
+    out += [f"{indent}    {at.sub('h + h', line)}" for line in lines]
+    return out
 
 
 def _step_line(t, n, s, names, numbers) -> str:
