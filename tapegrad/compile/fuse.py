@@ -16,6 +16,12 @@ every element that ends a run becomes the loop's accumulator: the loop walks Num
 only where that value is C-contiguous, the order in which NumPy sums it). A constant array of one value
 throughout (the ones a gradient starts from) is a number in the loop, read from no memory.
 
+On arrays of ``LARGE`` elements, memory traffic is what a stored value costs: a step that would end a run
+there (the loss of a value and gradient, summed by NumPy after a loop through ``vtanh``) goes after the
+fusible steps that continue the run when none of them reads it (:func:`_sink`), and a run may be
+``LARGE_RUN_FACTOR`` times as long, so that a chain's forward and its gradient are one loop that stores only
+its outputs. A loop through ``vtanh`` runs over two halves of its innermost axis at once (:func:`_two_halves`).
+
 The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
 and every value it writes from its start, so no output shares memory with an argument of the same run, but
 an output of the shape and layout of an argument that dies in the run, written element by element over it
