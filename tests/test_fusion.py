@@ -320,6 +320,25 @@ def test_a_large_chain_through_tanh_is_one_vectorised_loop_within_the_bound(monk
 
 
 @needs_numba
+@pytest.mark.parametrize("inner", [2**15 + 3, 2**15 + 4])
+def test_a_loop_through_tanh_in_two_halves_computes_every_element_of_every_row(monkeypatch, inner):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, inner))
+    row, col = rng.standard_normal((1, inner)), rng.standard_normal((3, 1))  # broadcast along each axis
+
+    def f(x, row, col):
+        return tg.tanh(x * row + col) - x, x * 2.0 + 1.0
+
+    compiled = tg.compile(f, fuse=True, check=False)
+    compiled(x, row, col)
+    got = compiled(x, row, col)
+    assert "h = o0.shape[1] // 2" in compiled.source and "o0[i0, h + h]" in compiled.source, compiled.source
+    for g, e in zip(got, f(tg.Tensor(x), tg.Tensor(row), tg.Tensor(col))):
+        assert_within_ulps(g, e.data, ulps=4 * vecmath.TANH_ULPS)
+
+
+@needs_numba
 def test_a_large_tanh_stays_numpys_call_where_numpys_loop_is_faster(monkeypatch):
     monkeypatch.setitem(fuse._NUMBA, "vtanh", False)
     x = np.linspace(-3, 3, fuse.LARGE)
@@ -339,6 +358,58 @@ def test_a_sum_ending_a_run_through_the_vectorised_tanh_is_numpys_sum(monkeypatc
     assert "vtanh(" in compiled.source and "after_leaf(" not in compiled.source, compiled.source
     t = np.tanh(x * 1.5)
     assert abs(got - (t - x).sum()) <= 8 * vecmath.TANH_ULPS * np.spacing(np.abs(t).sum())
+
+
+def _large_chain(cycles, xp_tanh):
+    def loss(x, w, b, c):
+        for _ in range(cycles):
+            x = xp_tanh(x * w + b) - c
+        return x.sum()
+
+    return loss
+
+
+@needs_numba
+def test_a_large_value_and_gradient_is_one_loop_its_loss_summed_after(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)
+    rng = np.random.default_rng(8)
+    n = fuse.LARGE + 3
+    x, w, b, c = rng.standard_normal(n), 1.0 + 0.1 * rng.standard_normal(n), *(0.1 * rng.standard_normal((2, n)))
+    x[:4] = [np.nan, np.inf, -np.inf, -0.0]
+    loss = _large_chain(3, tg.tanh)
+    step = tg.compile(tg.value_and_grad(loss, argnums=(0, 1, 2, 3)), fuse=True, check=False)
+    step(x, w, b, c)
+    value, grads = step(x, w, b, c)
+    # the forward and the gradient in one loop: the forward's intermediates are never stored
+    assert step.program.info["fused_runs"] == 1, step.source
+    assert step.source.index("fused(") < step.source.index("add_reduce("), step.source
+    with np.errstate(invalid="ignore"):  # inf - inf in eager's gradient, as in the program's
+        expected = tg.value_and_grad(loss, argnums=(0, 1, 2, 3))(x, w, b, c)
+    assert np.isnan(value) and np.isnan(expected[0])
+    for g, e in zip(grads, expected[1]):
+        assert_within_ulps(g, e, ulps=16 * vecmath.TANH_ULPS)
+    tail = [a[4:] for a in (x, w, b, c)]  # finite: the loss is a number
+    step(*tail)
+    got = step(*tail)[0]
+    assert abs(got - loss(*map(tg.Tensor, tail)).data) <= 16 * vecmath.TANH_ULPS * np.spacing(float(n))
+
+
+@needs_numba
+def test_a_large_sum_read_by_the_steps_after_it_stays_before_them(monkeypatch):
+    monkeypatch.setitem(fuse._NUMBA, "vtanh", True)  # the loop cannot end in the sum: it would move if it could
+    n = fuse.LARGE + 5
+    x = np.linspace(-1, 1, n)
+
+    def f(x):
+        y = tg.tanh(x * 3.0) + 1.0
+        s = y.sum()
+        return (y * s - x) * 0.5, s
+
+    got, again = _run(f, x, fused_at_least=2)
+    expected = f(tg.Tensor(x))
+    for g, a, e in zip(got, again, expected):
+        assert_within_ulps(g, e.data, ulps=8 * vecmath.TANH_ULPS)
+        assert_within_ulps(a, e.data, ulps=8 * vecmath.TANH_ULPS)
 
 
 @needs_numba

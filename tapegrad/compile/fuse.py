@@ -16,6 +16,12 @@ every element that ends a run becomes the loop's accumulator: the loop walks Num
 only where that value is C-contiguous, the order in which NumPy sums it). A constant array of one value
 throughout (the ones a gradient starts from) is a number in the loop, read from no memory.
 
+On arrays of ``LARGE`` elements, memory traffic is what a stored value costs: a step that would end a run
+there (the loss of a value and gradient, summed by NumPy after a loop through ``vtanh``) goes after the
+fusible steps that continue the run when none of them reads it (:func:`_sink`), and a run may be
+``LARGE_RUN_FACTOR`` times as long, so that a chain's forward and its gradient are one loop that stores only
+its outputs. A loop through ``vtanh`` runs over two halves of its innermost axis at once (:func:`_two_halves`).
+
 The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
 and every value it writes from its start, so no output shares memory with an argument of the same run, but
 an output of the shape and layout of an argument that dies in the run, written element by element over it
@@ -42,6 +48,7 @@ import importlib.util
 import math
 import os
 import pathlib
+import re
 import sys
 import threading
 
@@ -65,6 +72,7 @@ __all__ = [
 ]
 
 MAX_RUN = 48  # steps per fused kernel
+LARGE_RUN_FACTOR = 2  # on LARGE arrays a run may be longer: a pass over memory saved outweighs LLVM's time
 LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
 _lock = threading.Lock()
 KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
@@ -190,8 +198,13 @@ def _broadcasts(shape, to) -> bool:
 
 
 def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
-    """The runs of the scheduled ``graph`` (see the module docstring), each of at least two steps."""
+    """The runs of the scheduled ``graph`` (see the module docstring), each of at least two steps. On arrays of
+    ``LARGE`` elements a run may hold ``LARGE_RUN_FACTOR`` times ``max_run`` steps, and a step that would end a
+    run there goes after the steps that continue it where it may (:func:`_sink`): a chain's forward and its
+    gradient are then one loop."""
     runs, current, scalars = [], [], []
+    steps = graph.steps
+    found = [_fusible(n, kernels) for n in steps]
 
     def close():
         if len(current) >= 2:
@@ -199,10 +212,17 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         current.clear()
         scalars.clear()
 
-    for n in graph.steps:
-        s = _fusible(n, kernels)
+    i = 0
+    while i < len(steps):
+        n, s = steps[i], found[i]
+        large = current and math.prod(current[0].out.shape) >= LARGE
+        limit = LARGE_RUN_FACTOR * max_run if large else max_run
+        ends = bool(current) and s is not None and s.reduce and len(current) < limit and _ends(current, scalars, s)
+        if large and (s is None or s.reduce) and not ends and _sink(steps, found, i, kernels):
+            continue  # ``n`` now follows the steps that continue the run; ``steps[i]`` is the first of them
+        i += 1
         if s is not None and s.reduce:
-            if current and len(current) < max_run and _ends(current, scalars, s):
+            if current and ends:
                 current.append(n)
                 scalars.append(s)
             close()  # the reduction ends its run (its value is ready only after the loop)
@@ -210,7 +230,7 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         if s is None:
             close()
             continue
-        if current and (n.out.shape != current[0].out.shape or len(current) >= max_run):
+        if current and (n.out.shape != current[0].out.shape or len(current) >= limit):
             close()
         current.append(n)
         scalars.append(s)
@@ -218,6 +238,38 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
     if runs:
         _connect(graph, runs)
     return runs
+
+
+def _sink(steps, found, i, kernels) -> bool:
+    """Move ``steps[i]``, which would end a run of ``LARGE`` elements (a step not fused, or a reduction the
+    run cannot end: the loss of a value and gradient through ``vtanh``), after the fusible steps of the run's
+    shape that follow it, when none of them reads it, so that the run goes on through them; whether it moved.
+    A stored value costs a pass over memory to write it and one to read it back, more than a loop's arithmetic
+    (measured: the wide row of ``python -m benchmarks.speed --fused``, whose forward stored ten arrays of 8 MB
+    for its gradient's loop). ``found``: each step's :func:`_fusible`, moved with it. A draw, or a step
+    writing over its argument, stays where it is."""
+    n, shape = steps[i], steps[i - 1].out.shape
+    if n.random or lowered(kernels, n).writes is not None:
+        return False
+    j = i + 1
+    while j < len(steps) and _extends(steps[j], found[j], shape, n.out):
+        j += 1
+    if j == i + 1:
+        return False
+    steps.insert(j - 1, steps.pop(i))
+    found.insert(j - 1, found.pop(i))
+    return True
+
+
+def _extends(n, s, shape, value) -> bool:
+    """Whether step ``n`` (``s``: its :func:`_fusible`) continues a run of ``shape`` without reading ``value``."""
+    return (
+        s is not None
+        and not s.reduce
+        and n.out.shape == shape
+        and not n.random
+        and not any(v is value for v in n.inputs())
+    )
 
 
 def _ends(steps, scalars, reduction) -> bool:
@@ -303,11 +355,40 @@ def kernel_source(run) -> str:
     stores = [f"o{q}[{index}] = {names[id(o)]}" for q, o in enumerate(run.outputs)]
     out = [*imports, "", f"def kernel({', '.join(params)}):"]
     indent = "    "
+    lines = loads + body + stores
+    if ndim and any("vtanh(" in line for line in body):
+        return "\n".join(out + _two_halves(lines, ndim)) + "\n"
     for d in range(ndim):
         out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
         indent += "    "
-    out += [indent + line for line in loads + body + stores]
+    out += [indent + line for line in lines]
     return "\n".join(out) + "\n"
+
+
+_LOCAL = re.compile(r"\b([xt]\d+)\b")
+
+
+def _two_halves(lines, ndim) -> list:
+    """The loop body ``lines`` over the innermost axis in two halves at once, an element of each per iteration,
+    their steps interleaved (then the middle element of an odd length): a chain through ``vtanh`` is a long
+    sequence of dependent operations, and an element of the other half gives the processor independent work
+    to do while each one waits (measured: the wide row's loop 40 -> 28 ms; LLVM's time to compile it about
+    doubles, once, as kernels are cached on disk). Each element is still read before it is written, in the
+    same iteration, so an output written over an argument stays correct."""
+    last = ndim - 1
+    at = re.compile(rf"\bi{last}\b")
+    out, indent = [], "    "
+    for d in range(last):
+        out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
+        indent += "    "
+    out.append(f"{indent}h = o0.shape[{last}] // 2")
+    out.append(f"{indent}for i{last} in range(h):")
+    for line in lines:
+        other = at.sub(f"i{last} + h", _LOCAL.sub(r"\1_", line))  # the other half's element, its own names
+        out += [f"{indent}    {line}", f"{indent}    {other}"]
+    out.append(f"{indent}if o0.shape[{last}] % 2:")
+    out += [f"{indent}    {at.sub('h + h', line)}" for line in lines]
+    return out
 
 
 def _step_line(t, n, s, names, numbers) -> str:
