@@ -28,7 +28,8 @@ ULPS = 64  # ulps of an output's largest magnitude, through a random program of 
 PER_OP = 4  # ulps of one transcendental function against NumPy's
 
 
-def assert_within_ulps(got, expected, ulps=ULPS):
+def assert_within_ulps(got, expected, ulps=ULPS, floor=0.0):
+    """Within ``ulps`` of the output's largest magnitude, or of ``floor`` where that is larger."""
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.shape == expected.shape and got.dtype == expected.dtype
     if expected.dtype.kind not in "fc":
@@ -37,7 +38,7 @@ def assert_within_ulps(got, expected, ulps=ULPS):
     finite = np.isfinite(expected)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_array_equal(got[~finite & ~np.isnan(expected)], expected[~finite & ~np.isnan(expected)])
-    scale = np.max(np.abs(expected[finite]), initial=0.0)
+    scale = max(np.max(np.abs(expected[finite]), initial=0.0), floor)
     bound = ulps * np.spacing(expected.dtype.type(scale)) if scale else 0
     assert np.all(np.abs(got[finite] - expected[finite]) <= bound), np.max(np.abs(got[finite] - expected[finite]))
 
@@ -112,7 +113,9 @@ def test_random_programs_fused_equal_eager_within_the_bound(program):
     step = tg.compile(vg, check=False, fuse=True)
     for args in (program.inputs, [np.cos(a) + 0.1 * a for a in program.inputs]):
         for got, expected in zip(leaves(step(*args)), leaves(vg(*args))):
-            assert_within_ulps(got, expected)
+            # floor=1: an output far smaller than the program's values carries their rounding, not its own
+            # (the gradient of tanh(tanh(x)) is a product of 1 - t**2 near saturation, which cancels)
+            assert_within_ulps(got, expected, floor=1.0)
 
 
 @needs_numba
