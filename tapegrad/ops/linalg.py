@@ -44,7 +44,7 @@ def _matmul_vjp_y(xp, g, ans, x, y):
     if x.ndim == 1 and y.ndim == 1:
         return g * x
     if x.ndim == 1:
-        if y.ndim == 2 and recorded(xp):  # the outer product as one op: under vmap, one einsum for the batch
+        if y.ndim == 2 and recorded(xp) and isinstance(x._data, np.ndarray):  # one op: under vmap, one einsum
             return xp.einsum("i,j->ij", x, g)  # (faster than NumPy's broadcast product of (B, m, 1) and (B, 1, n))
         return xp.expand_dims(x, -1) * xp.expand_dims(g, -2)
     if y.ndim == 1:
