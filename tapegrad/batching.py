@@ -137,14 +137,18 @@ def _arrays(out):
 
 
 def _elementwise_rule(op):
+    forward = op.forward
+
     def rule(k, datas, batched, params):
         ranks = [rank(d, b, k) for d, b in zip(datas, batched)]
         top = max(ranks)
-        lined = [
-            np.reshape(d, d.shape[:k] + (1,) * (top - r) + d.shape[k:]) if b else d
-            for d, b, r in zip(datas, batched, ranks)
-        ]
-        return _forward(op, lined, params)
+        # a batched input of the top rank lines up as it is; an unbatched one broadcasts from the right anyway
+        if any(b and r != top for b, r in zip(batched, ranks)):
+            datas = [
+                np.reshape(d, d.shape[:k] + (1,) * (top - r) + d.shape[k:]) if b else d
+                for d, b, r in zip(datas, batched, ranks)
+            ]
+        return _arrays(forward(*datas, **params) if params else forward(*datas))
 
     return rule
 
@@ -198,12 +202,14 @@ def _stacked(outs, n):
 
 # -- the step the core calls ---------------------------------------------------------------------------------
 def _refuse_closure(op, args, levels):
-    own = set().union(*(lv.own for lv in levels)) if levels else set()
+    own = None  # the leaves the levels' VJPs made: gathered only where a level is sealed (plain vmap: never)
     for lv in levels:
         if lv.traced is not None:
             _refuse_traced(op, args, lv.traced)
         if not lv.sealed:
             continue
+        if own is None:
+            own = set().union(*(lv.own for lv in levels))
         tapes = {id(t) for t in lv.sealed}
         for a in args:
             if not isinstance(a, Tensor) or a.__class__ is Batched:
@@ -264,30 +270,47 @@ def _batched_params(op, params, rule):
 
 def _step(op, args, params):
     """Called by the core instead of ``op``'s forward when an input is batched: the batched output."""
-    _refuse_closure(op, args, BATCH.get())
-    rule = rule_of(op)
-    varying = _batched_params(op, params, rule)
-    present = set()
+    open_levels = BATCH.get()
+    _refuse_closure(op, args, open_levels)
+    rule = RULES.get(op) or rule_of(op)
+    varying = _batched_params(op, params, rule) if params else ()
+    # the inputs' levels: where every batched input has the same ones (the common case, one vmap), they are the
+    # op's, and each input's data is already aligned to them
+    same = None
     for a in args:
         if a.__class__ is Batched:
-            present.update(a._levels)
-    for name in varying:
-        for v in params[name] if params[name].__class__ is tuple else (params[name],):
-            if v.__class__ is Batched:
-                present.update(v._levels)
-    levels = tuple(lv for lv in BATCH.get() if lv in present)
+            lv = a._levels
+            if same is None:
+                same = lv
+            elif lv is not same and lv != same:
+                same = False
+                break
+    if same and not varying and all(lv in open_levels for lv in same):
+        levels = same
+        datas = [a._data if isinstance(a, Tensor) else a for a in args]
+        batched = [a.__class__ is Batched for a in args]
+    else:
+        present = set()
+        for a in args:
+            if a.__class__ is Batched:
+                present.update(a._levels)
+        for name in varying:
+            for v in params[name] if params[name].__class__ is tuple else (params[name],):
+                if v.__class__ is Batched:
+                    present.update(v._levels)
+        levels = tuple(lv for lv in open_levels if lv in present)
+        datas, batched = [], []
+        for a in args:
+            if a.__class__ is Batched:
+                datas.append(_aligned(a, levels))
+                batched.append(True)
+            else:
+                datas.append(a._data if isinstance(a, Tensor) else a)
+                batched.append(False)
     k = len(levels)
     given = params  # the tape and forward mode keep the batched tensors: their replays batch again
     if varying:
         params = dict(params, **{name: _lined_param(params[name], levels) for name in varying})
-    datas, batched = [], []
-    for a in args:
-        if a.__class__ is Batched:
-            datas.append(_aligned(a, levels))
-            batched.append(True)
-        else:
-            datas.append(a._data if isinstance(a, Tensor) else a)
-            batched.append(False)
     if rule is None:
         if not any(lv.loop for lv in levels):
             raise NotImplementedError(
@@ -332,12 +355,17 @@ def _batch_leaf(leaf, axis, lv, what):
         r = d.ndim - k
         if r == 0:
             raise ValueError(f"{what}: in_axes={axis} for a 0-d argument")
-        return Batched.make(np.moveaxis(d, k + int(axis) % r, k), levels + (lv,)), d.shape[k + int(axis) % r]
+        return Batched.make(_moved(d, k + int(axis) % r, k), levels + (lv,)), d.shape[k + int(axis) % r]
     d = leaf._data if isinstance(leaf, Tensor) else np.asarray(leaf)
     if d.ndim == 0:
         raise ValueError(f"{what}: in_axes={axis} for a 0-d argument; pass in_axes=None for it")
     ax = int(axis) % d.ndim
-    return Batched.make(np.moveaxis(d, ax, 0), (lv,)), d.shape[ax]
+    return Batched.make(_moved(d, ax, 0), (lv,)), d.shape[ax]
+
+
+def _moved(d, source, destination):
+    """``np.moveaxis`` of one axis; an axis already in place is left as it is (the array itself, not a view)."""
+    return d if source == destination else np.moveaxis(d, source, destination)
 
 
 def _unbatch(o, lv, size, out_axes):
@@ -353,7 +381,7 @@ def _unbatch(o, lv, size, out_axes):
         rest = levels[:j] + levels[j + 1 :]
         d = o._data
         r = d.ndim - len(levels)
-        d = np.moveaxis(d, j, len(rest) + int(out_axes) % (r + 1))
+        d = _moved(d, j, len(rest) + int(out_axes) % (r + 1))
         return Batched.make(d, rest) if rest else Tensor._wrap(d)
     # the same for every example: broadcast along the new axis
     if o.__class__ is Batched:

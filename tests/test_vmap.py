@@ -159,6 +159,32 @@ def test_vmap_of_grad_gives_per_example_gradients():
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
+def test_vmap_of_grad_of_a_layer_runs_one_batched_op_per_gradient():
+    """A layer's per-example product (a vector times a matrix): under vmap its VJP is one op per input, a matrix
+    product for the vector's gradient and an outer product for the matrix's, with no reshapes around them, and
+    the gradients equal each example's (and central finite differences)."""
+    from tapegrad.core import record
+
+    ran = []
+    step = record._BATCHING[0]
+
+    def loss(w, x):
+        return tg.tanh(x @ w).sum()
+
+    record.set_batching_rules(lambda op, args, params: ran.append(op.name) or step(op, args, params))
+    try:
+        gw, gx = tg.vmap(tg.grad(loss, argnums=(0, 1)), in_axes=(None, 0))(W, X)
+    finally:
+        record.set_batching_rules(step)
+    assert ran.count("matmul") == 2 and ran.count("einsum") == 1, ran  # the forward's product, and two VJPs
+    assert not {"expand_dims", "squeeze", "reshape"} & set(ran), ran
+    for j, x in enumerate(X):
+        want_w, want_x = tg.grad(loss, argnums=(0, 1))(W, x)
+        np.testing.assert_allclose(gw[j], want_w, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(gx[j], want_x, rtol=1e-12, atol=1e-14)
+    assert tg.gradcheck(loss, W, X[0]) and tg.gradgradcheck(loss, W, X[0])  # the recorded VJP: second order
+
+
 def test_nested_vmap_and_out_axes():
     A = RNG.standard_normal((2, 3, 3))
     B = RNG.standard_normal((2, 5, 3))

@@ -398,8 +398,12 @@ def einsum_rule(k, datas, batched, params):
     spec = params["subscripts"]
     inputs, output = spec.split("->")
     lead = _fresh(spec, k)
-    lined = full(k, datas, batched, sizes(k, datas, batched))  # einsum broadcasts no labelled axis of size 1
-    lined = [x if b else d for x, d, b in zip(lined, datas, batched)]
+    n = sizes(k, datas, batched)
+    # einsum broadcasts no labelled axis of size 1: a batched operand not at the full batch sizes is widened
+    lined = [
+        np.broadcast_to(d, tuple(n) + d.shape[k:]) if b and list(d.shape[:k]) != n else d
+        for d, b in zip(datas, batched)
+    ]
     terms = [lead + t if b else t for t, b in zip(inputs.split(","), batched)]
     return np.einsum(",".join(terms) + "->" + lead + output, *lined, optimize=params.get("optimize", False))
 
