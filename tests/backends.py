@@ -106,11 +106,13 @@ def _dask():
         a = np.array(a)  # two chunks along every axis of two or more elements: rules meet chunk boundaries
         return da.from_array(a, chunks=tuple(max(1, -(-n // 2)) for n in a.shape))
 
+    # the synchronous scheduler: these graphs are a few tiny chunks, for which threads cost more than they save
+    # (tests/test_dask.py runs the threaded scheduler and a cluster)
     def to_numpy(a):
-        return np.asarray(a.compute() if hasattr(a, "compute") else a)
+        return np.asarray(a.compute(scheduler="synchronous") if hasattr(a, "compute") else a)
 
     def to_numpy_many(arrays):
-        return [np.asarray(a) for a in importlib.import_module("dask").compute(*arrays)]
+        return [np.asarray(a) for a in importlib.import_module("dask").compute(*arrays, scheduler="synchronous")]
 
     return ArrayBackend("dask", asarray, to_numpy, da.Array, mutable=False, to_numpy_many=to_numpy_many)
 
@@ -130,7 +132,7 @@ DEFAULT = "numpy,array_api_strict,numpy_like,dask"
 def subset(name: str) -> bool:
     """Whether ``name`` runs the op table's subset only: Dask, unless TAPEGRAD_BACKENDS names it. Each Dask op
     builds a graph and computes it, so the finite-difference checks (hundreds of evaluations per row) cost
-    minutes; by default Dask runs the value and gradient-shape checks of every row (and every other backend
+    minutes; by default Dask runs the float64 value and gradient-shape checks of every row (and every other backend
     test), and ``TAPEGRAD_BACKENDS=dask`` runs the whole table on it."""
     return name == "dask" and "TAPEGRAD_BACKENDS" not in os.environ
 

@@ -163,14 +163,15 @@ def test_backend_agrees_with_numpy(case, shapes, kwargs, other_backend):
     if _unsupported(case, shapes, kwargs, backend):
         return
     ran = {}
-    for dtype in DTYPES:
+    dtypes = DTYPES[:1] if subset(backend.name) else DTYPES  # the subset: float64 (dtypes follow NumPy's rules)
+    for dtype in dtypes:
         out, grads, xs = ran[dtype] = _run(case, _inputs(case, shapes, dtype), kwargs, backend.asarray)
         assert backend.is_native(out.data) and out.dtype == backend.dtype(dtype)
         _check_gradients(case, grads, xs, backend.is_native, backend.dtype(dtype))
     # every result of both dtypes brought back at once (Dask computes their graphs together)
     arrays = [a for out, grads, _ in ran.values() for a in (out.data, *grads) if a is not None]
     got = iter(backend.to_numpy_all(arrays))
-    for dtype in DTYPES:
+    for dtype in dtypes:
         expected, expected_grads, _ = _run(case, _inputs(case, shapes, dtype), kwargs)
         tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-12}
         for want in (expected.data, *[g for g in expected_grads if g is not None]):
