@@ -140,8 +140,8 @@ def test_default_outputs_leave_the_checkout_unchanged(args, cwd, tmp_path):
         if any(script in a for a in args[:2]):
             for module in modules:
                 pytest.importorskip(module)
-    if cwd == "examples" and args[0] == "-m":
-        pytest.skip("python -m benchmarks.* runs from the repository root")
+    if cwd == "examples" and not args[0].startswith("examples/"):
+        pytest.skip("the benchmarks run from the repository root (python -m benchmarks.*, as their pages say)")
     where = ROOT if cwd == "root" else ROOT / "examples"
     args = [str(ROOT / a) if a.endswith(".py") else a for a in args]
     if cwd == "examples":
