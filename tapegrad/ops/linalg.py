@@ -25,7 +25,7 @@ from ._axes import kept_shape, normalize_axes
 from ._batching import matmul_rule, solve_rule
 from ._complex import is_complex, like, real_if_complex
 from ._matrix import adjoint_form, diag_part, is_numpy, mH, mT, native, scipy_linalg, triangle_read
-from ._rules import in_rule, recorded
+from ._rules import data, in_rule, recorded
 
 
 def _matmul_vjp_x(xp, g, ans, x, y):
@@ -44,7 +44,7 @@ def _matmul_vjp_y(xp, g, ans, x, y):
     if x.ndim == 1 and y.ndim == 1:
         return g * x
     if x.ndim == 1:
-        if y.ndim == 2 and recorded(xp) and isinstance(x._data, np.ndarray):  # one op: under vmap, one einsum
+        if y.ndim == 2 and recorded(xp) and isinstance(data(x), np.ndarray):  # one op: under vmap, one einsum
             return xp.einsum("i,j->ij", x, g)  # (faster than NumPy's broadcast product of (B, m, 1) and (B, 1, n))
         return xp.expand_dims(x, -1) * xp.expand_dims(g, -2)
     if y.ndim == 1:
