@@ -309,23 +309,29 @@ def index_update(x, index, v):
     return reshape(out, shape)
 
 
+def _per_example_positions(x, index, v):
+    """The flat positions of ``x`` that an index varying along vmap's batch names, gathered per example (one
+    example's shape, batched values), and ``v`` broadcast to them where it is an array (a number stays one)."""
+    picked = getitem(Tensor._wrap(_flat_positions(x)), index=index)
+    if hasattr(v, "shape") and tuple(v.shape) != tuple(picked.shape):
+        v = broadcast_to(v, tuple(picked.shape))
+    return picked, v
+
+
 def _index_update_batched(x, index, v, shape):
-    """``index_update`` with an index that varies along vmap's batch: the flat positions it names, gathered per
-    example, and one update of the flattened ``x`` at them (the batching rule keeps each example's last write)."""
-    picked = getitem(Tensor._wrap(_flat_positions(x)), index=index)  # one example's shape, batched values
-    positions = reshape(picked, (-1,))
+    """``index_update`` with an index that varies along vmap's batch: one update of the flattened ``x`` at each
+    example's positions (the batching rule keeps each example's last write)."""
+    picked, v = _per_example_positions(x, index, v)
     if hasattr(v, "shape"):
-        v = reshape(v if tuple(v.shape) == tuple(picked.shape) else broadcast_to(v, tuple(picked.shape)), (-1,))
-    return reshape(_index_update_op(reshape(x, (-1,)), v, index=positions), shape)
+        v = reshape(v, (-1,))
+    return reshape(_index_update_op(reshape(x, (-1,)), v, index=reshape(picked, (-1,))), shape)
 
 
 def _index_add_batched(x, index, v, shape):
-    """``index_add`` with an index that varies along vmap's batch: the flat positions it names, gathered per
-    example, and one scatter-add into the flattened ``x`` (repeated positions accumulate, as without vmap)."""
-    picked = getitem(Tensor._wrap(_flat_positions(x)), index=index)
+    """``index_add`` with an index that varies along vmap's batch: one scatter-add into the flattened ``x`` at
+    each example's positions (repeated positions accumulate, as without vmap)."""
+    picked, v = _per_example_positions(x, index, v)
     values = v if hasattr(v, "shape") else _full_like(picked, fill_value=v, dtype=getattr(x, "dtype", None))
-    if tuple(values.shape) != tuple(picked.shape):
-        values = broadcast_to(values, tuple(picked.shape))
     size = int(np.prod(shape, dtype=np.int64))
     added = scatter(reshape(values, (-1,)), index=reshape(picked, (-1,)), shape=(size,))
     return reshape(add(reshape(x, (-1,)), added), shape)
