@@ -30,7 +30,10 @@ def masked(cond, g, out=None):
     to 0: the product already holds g where ``cond`` holds (inf * 1, NaN * 1), so that is the select.
     """
     if g.size < _SMALL:
-        return np.where(cond, g, 0)
+        if out is None:
+            return np.where(cond, g, 0)
+        out[...] = np.where(cond, g, 0)  # a compiled program's kernels may read it from its buffer
+        return out
     out = np.multiply(g, cond, out=out)
     if not np.isfinite(np.add.reduce(out, axis=None)):  # an inf or NaN somewhere (or a sum overflowing)
         np.copyto(out, 0, where=np.logical_not(cond))
