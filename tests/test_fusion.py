@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -451,6 +452,53 @@ def _chain(cycles):
         return x.sum()
 
     return tg.value_and_grad(chain, argnums=(0, 1))
+
+
+def _arithmetic_chain(cycles):
+    def chain(x, w, b):
+        for _ in range(cycles):
+            x = x * w + b - 0.25 * x
+        return (x * x).sum()
+
+    return tg.value_and_grad(chain, argnums=(0, 1, 2))
+
+
+@needs_numba
+def test_a_chains_cycles_on_small_arrays_are_one_call_on_the_arena():
+    """On small arrays a kernel's call costs more than its loop: the planned values are read and written through
+    the arena, and consecutive runs of one structure are one call. Arithmetic only, so eager's to the bit, on
+    every call (traced, checked against eager, then run by the kernels' machine code) and from threads (each
+    on an arena of its own while another holds the program's)."""
+    f = _arithmetic_chain(80)
+    step = tg.compile(f, fuse=True)
+    rng = np.random.default_rng(3)
+    problems = [[rng.uniform(0.5, 1.0, (2, 3)) for _ in range(3)] for _ in range(4)]
+    expected = [f(*args) for args in problems]
+
+    def check(got, want):
+        assert got[0] == want[0]
+        for g, e in zip(got[1], want[1]):
+            np.testing.assert_array_equal(g, e)
+
+    for _ in range(3):
+        check(step(*problems[0]), expected[0])
+    source = step.program.source.split("# fused kernels")[0]
+    calls = [line for line in source.splitlines() if line.lstrip().startswith("fused")]
+    assert any(" runs of " in line for line in calls), source
+    assert "arena_float64" in source and len(calls) <= 8 < step.program.info["fused_runs"], source
+    got = [None] * len(problems)
+
+    def work(i):
+        for _ in range(10):
+            got[i] = step(*problems[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(problems))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, e in zip(got, expected):
+        check(g, e)
 
 
 @needs_numba

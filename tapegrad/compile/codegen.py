@@ -15,7 +15,7 @@ import threading
 import numpy as np
 
 from .._state import mark_modified
-from .fuse import load_kernel
+from .fuse import Watch, arena_slots, entry_point, kernel_source, load_kernel
 from .graph import Const, Value, source_line
 
 __all__ = ["Program", "generate"]
@@ -99,6 +99,18 @@ def _call(k, step, src, names, out_name):
     return f"{fn}({', '.join(parts)})"
 
 
+def _step_call(n, plan, src, names, value_names) -> str:
+    """A step not fused, as source: its call, given the memory it writes (the input it overwrites, its planned
+    buffer) where it takes ``out``."""
+    k = plan.kernels[id(n)]
+    target = plan.inplace.get(id(n))
+    buf = plan.buffer.get(id(n))
+    out_name = value_names[id(target)] if target is not None else (buf.name if buf is not None else None)
+    if k.out_style is None:
+        out_name = None
+    return f"{value_names[id(n.out)]} = {_call(k, n, src, names, out_name)}"
+
+
 def _comment(step) -> str:
     op = step.name if step.grad_of is None else f"{step.name} (grad of {step.grad_of.name})"
     if step.meta:
@@ -107,12 +119,20 @@ def _comment(step) -> str:
     return f"{op} -> {step.out.describe()}", source_line(line)
 
 
-def _run_call(run, plan, src, names, value_names):
+def _run_call(run, plan, src, names, value_names, placed, named):
     """A fused run (:mod:`.fuse`) as source: each output's array (the value it is written over, its planned
-    buffer, or a new one), then the kernel's call."""
+    buffer, or a new one), then the kernel's call. ``placed``: the run's :func:`.fuse.arena_slots`, whose
+    values the kernel reads and writes in the arena: an output among them is named only if ``named`` (read
+    as an array after the run). Returns the lines, the call last; or, for a kernel on the arena, the lines
+    before its call and the call as a :class:`_Group` of one run."""
+    dtype, slots = placed if placed is not None else (None, {})
     lines = []
     outs = []
     for o in run.outputs:
+        if id(o) in slots:
+            if id(o) in named:
+                lines.append((f"{value_names[id(o)]} = {_placed_name(o, plan)}", None))
+            continue
         target = plan.inplace.get(id(o.step))
         buf = plan.buffer.get(id(o.step))
         if target is not None:
@@ -125,15 +145,71 @@ def _run_call(run, plan, src, names, value_names):
             where = f"{names.name(np.empty, 'empty')}({shape}, {names.name(o.dtype, o.dtype.name)}{order})"
         lines.append((f"{value_names[id(o)]} = {where}", None))
         outs.append(value_names[id(o)])
+    if slots:
+        run.source = kernel_source(run, slots)
     fn = names.name(load_kernel(run.source), "fused")
     run.name = fn
-    args = [src(a) + ("[()]" if len(_shape(a)) == 0 else "") for a in run.args]  # a 0-d value as a number
+    args = [src(a) + ("[()]" if len(_shape(a)) == 0 else "") for a in run.args if id(a) not in slots]
+    if slots and not outs:
+        row = [slots[id(v)] for v in list(run.args) + list(run.outputs) if id(v) in slots] + list(run.shape)
+        return lines, _Group(run, (fn, _ARENA + dtype.name, *args), row)
+    if slots:
+        row = [slots[id(v)] for v in list(run.args) + list(run.outputs) if id(v) in slots] + list(run.shape)
+        args = [_ARENA + dtype.name, names.name(np.array([row], dtype=np.int64), "slots")] + args
     call = f"{fn}({', '.join(args + outs)})"
+    lines.append((call, _run_note(run, 1)))
+    return lines, None
+
+
+def _run_note(run, count):
     ops = ", ".join(n.name for n in run.steps)
-    what = f"fused {len(run.steps)} ops: {ops} -> {run.outputs[0].describe() if run.outputs else ''}"
+    times = f"{count} runs of " if count > 1 else ""
+    what = f"fused {times}{len(run.steps)} ops: {ops} -> {run.outputs[0].describe() if run.outputs else ''}"
     first = run.steps[0]
-    lines.append((call, (what, source_line(first.line if first.grad_of is None else first.grad_of.line))))
-    return lines
+    return what, source_line(first.line if first.grad_of is None else first.grad_of.line)
+
+
+class _Group:
+    """Consecutive calls of one kernel on the arena with the same other arguments (a chain's cycles), as one
+    call with a row of ``slots`` for each (see :func:`.fuse.kernel_source`): one call instead of many, each of
+    which costs more than its loop on small arrays."""
+
+    __slots__ = ("run", "key", "rows")
+
+    def __init__(self, run, key, row):
+        self.run = run
+        self.key = key  # the kernel, the arena's view and the other arguments, as source
+        self.rows = [row]
+
+    def source(self, names):
+        fn, arena, *args = self.key
+        slots = names.name(np.array(self.rows, dtype=np.int64), "slots")
+        return f"{fn}({', '.join([arena, slots, *args])})", _run_note(self.run, len(self.rows))
+
+
+_ARENA = "arena_"  # the arena viewed as one dtype, for the kernels that read and write it: arena_float64
+
+
+def _offset(v, plan):
+    """The byte offset in the arena of ``v``'s memory (its planned buffer, or the value it is written over),
+    or None: an argument, a constant, an array of its own."""
+    while v.step is not None:
+        buf = plan.buffer.get(id(v.step))
+        if buf is not None:
+            root = buf.root
+            return buf.offset if root.shape == v.shape and root.dtype == v.dtype else None
+        target = plan.inplace.get(id(v.step))
+        if target is None or target.shape != v.shape or target.dtype != v.dtype:
+            return None
+        v = target
+    return None
+
+
+def _placed_name(v, plan):
+    """The name of the planned buffer ``v`` lives in (see :func:`_offset`)."""
+    while id(v.step) not in plan.buffer:
+        v = plan.inplace[id(v.step)]
+    return plan.buffer[id(v.step)].name
 
 
 def _f_contiguous(v) -> bool:
@@ -182,28 +258,28 @@ def generate(graph, plan, outputs_copy, input_names=(), runs=()):
     comments = []
     run_at = {id(r.steps[0]): r for r in runs}
     in_run = {id(n) for r in runs for n in r.steps}
+    arena = _Arena(graph, plan, runs, in_run)
+    group = None  # the last call of a kernel on the arena, while only names and deletions follow it
     for i, n in enumerate(graph.steps):
-        if id(n) in in_run:
-            r = run_at.get(id(n))
-            for code, note in _run_call(r, plan, src, names, value_names) if r is not None else ():
+        if id(n) not in in_run:
+            group = None
+            lines.append(_step_call(n, plan, src, names, value_names))
+            comments.append(_comment(n))
+        elif id(n) in run_at:
+            r = run_at[id(n)]
+            pre, call = _run_call(r, plan, src, names, value_names, arena.placed[id(r)], arena.named)
+            if call is not None and group is not None and call.key == group.key:
+                group.rows += call.rows  # names bound after it are bound to the same buffers
+                call = None
+            else:
+                group = call
+            for code, note in pre:
                 lines.append(code)
                 comments.append(note if note is not None else ("", ""))
-            dead = plan.free_after.get(i)
-            if dead:
-                lines.append("del " + ", ".join(value_names[id(v)] for v in dead))
-                comments.append(None)
-            continue
-        k = plan.kernels[id(n)]
-        target = plan.inplace.get(id(n))
-        buf = plan.buffer.get(id(n))
-        out_name = value_names[id(target)] if target is not None else (buf.name if buf is not None else None)
-        if k.out_style is None:
-            out_name = None
-        code = f"{value_names[id(n.out)]} = {_call(k, n, src, names, out_name)}"
-        what, line = _comment(n)
-        lines.append(code)
-        comments.append((what, line))
-        dead = plan.free_after.get(i)
+            if call is not None:
+                lines.append(call)
+                comments.append(call)
+        dead = [v for v in plan.free_after.get(i, ()) if id(v) not in arena.unbound]
         if dead:
             lines.append("del " + ", ".join(value_names[id(v)] for v in dead))
             comments.append(None)
@@ -229,7 +305,10 @@ def generate(graph, plan, outputs_copy, input_names=(), runs=()):
     if graph.inputs:
         head += _unpack([f"x{v.input_index}" for v in graph.inputs], "inputs")
     if plan.buffers:
-        head += _unpack([b.name for b in plan.buffers], "buffers")
+        head += _unpack([b.name for b in plan.buffers] + [_ARENA + v for v in arena.views], "buffers")
+    for j, code in enumerate(lines):
+        if isinstance(code, _Group):
+            lines[j], comments[j] = code.source(names)
     width = min(max([len(c) for c, note in zip(lines, comments) if note is not None] + [0]), 60)
     body = []
     for code, note in zip(lines, comments):
@@ -244,7 +323,43 @@ def generate(graph, plan, outputs_copy, input_names=(), runs=()):
     tail = "    return (" + "".join(f"{r}, " for r in results) + ")"
     source = "\n".join(head + body + [tail]) + "\n"
     names.globals["__kernels__"] = kernels_source(runs)
+    names.globals["__arena_views__"] = [np.dtype(v) for v in arena.views]
+    names.globals["__kernel_names__"] = sorted({r.name for r in runs})
     return source, names.globals
+
+
+class _Arena:
+    """Which values the kernels on small arrays read and write in the arena (``placed``: each run's
+    :func:`.fuse.arena_slots`), and of them, those the program never reads by name (``unbound``: no name is
+    bound to them, none deleted); ``views``: the dtypes the arena is indexed as."""
+
+    def __init__(self, graph, plan, runs, in_run):
+        self.placed = {id(r): arena_slots(r, lambda v: _offset(v, plan)) for r in runs}
+        self.named = _named(graph, plan, runs, self.placed, in_run)
+        self.unbound = set()
+        for r in runs:
+            slots = self.placed[id(r)][1] if self.placed[id(r)] is not None else {}
+            self.unbound.update(id(o) for o in r.outputs if id(o) in slots and id(o) not in self.named)
+        self.views = sorted({p[0].name for p in self.placed.values() if p is not None})
+
+
+def _named(graph, plan, runs, placed, in_run) -> set:
+    """The ids of the values the program reads as arrays by name: every input of a step not fused, the
+    arguments a kernel is given as arrays, the values written over, the outputs."""
+    named = set()
+    for n in graph.steps:
+        if id(n) not in in_run:
+            named.update(id(v) for v in n.inputs())
+            if id(n) in plan.inplace:
+                named.add(id(plan.inplace[id(n)]))
+    for r in runs:
+        slots = placed[id(r)][1] if placed[id(r)] is not None else {}
+        named.update(id(a) for a in r.args if id(a) not in slots)
+        named.update(
+            id(plan.inplace[id(o.step)]) for o in r.outputs if id(o) not in slots and id(o.step) in plan.inplace
+        )
+    named.update(id(o) for o in graph.outputs if isinstance(o, Value))
+    return named
 
 
 def _unpack(names, what):
@@ -283,6 +398,8 @@ class Program:
         self.plan = plan
         # the program, then the fused kernels' loops it calls (compiled by numba, not run from this text)
         self.source = source + namespace.pop("__kernels__", "")
+        self._views = namespace.pop("__arena_views__", [])  # the arena as the dtypes the kernels index it by
+        self._unbound = namespace.pop("__kernel_names__", [])  # kernels still called through numba's dispatch
         self.info = info
         code = compile(source, f"<tapegrad.compile {info.get('name', 'program')}>", "exec")
         exec(code, namespace)  # noqa: S102  (the source is generated above from the traced graph)
@@ -299,6 +416,8 @@ class Program:
             v = b.root
             n = v.nbytes
             out.append(arena[b.offset : b.offset + n].view(v.dtype).reshape(v.shape))
+        for dtype in self._views:
+            out.append(arena[: len(arena) // dtype.itemsize * dtype.itemsize].view(dtype))
         return tuple(out)
 
     def explain(self) -> str:
@@ -324,7 +443,24 @@ class Program:
     def __call__(self, arrays):
         if self._lock.acquire(blocking=False):
             try:
+                if self._unbound:
+                    return self._first_call(arrays)
                 return self._fn(arrays, self._buffers)
             finally:
                 self._lock.release()
         return self._fn(arrays, self._make_buffers())
+
+    def _first_call(self, arrays):
+        """The first run: each kernel watched, then called by its machine code (:func:`.fuse.entry_point`)."""
+        namespace = self._fn.__globals__
+        watches = {name: Watch(namespace[name]) for name in self._unbound}
+        namespace.update(watches)
+        try:
+            out = self._fn(arrays, self._buffers)
+        except BaseException:
+            namespace.update({name: w.fn for name, w in watches.items()})
+            raise
+        for name, w in watches.items():
+            namespace[name] = entry_point(w) or w.fn
+        self._unbound = []
+        return out

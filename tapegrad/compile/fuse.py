@@ -22,6 +22,14 @@ fusible steps that continue the run when none of them reads it (:func:`_sink`), 
 ``LARGE_RUN_FACTOR`` times as long, so that a chain's forward and its gradient are one loop that stores only
 its outputs. A loop through ``vtanh`` runs over two halves of its innermost axis at once (:func:`_two_halves`).
 
+On arrays of at most ``ARENA_RUN`` elements a kernel's call costs more than its loop (numba unboxes every array
+it is given, and finds the machine code anew from their types). There a kernel reads and writes the planned
+buffers through the program's arena, one array, given with the values' offsets in it (:func:`arena_slots`);
+consecutive runs of one structure with the same other arguments (the cycles of an unrolled loop, which a run
+at its length limit ends after whole cycles of, :func:`_whole_cycles`) are one call, a row of offsets each;
+and after a program's first run each kernel is called by its machine code (:func:`entry_point`). The
+1,000-cycle chain of ``python -m benchmarks.speed --fused`` is then six calls, where it was 250.
+
 The memory plan (:mod:`.plan`) sees a run as one position: every value it reads is alive until the run ends
 and every value it writes from its start, so no output shares memory with an argument of the same run, but
 an output of the shape and layout of an argument that dies in the run, written element by element over it
@@ -60,7 +68,9 @@ from .pairwise import DEPTH, LEAF, after_leaf, descend, leaf_sum
 from .vecmath import tanh as _vtanh
 
 __all__ = [
+    "ARENA_RUN",
     "MAX_RUN",
+    "arena_slots",
     "Run",
     "available",
     "find_runs",
@@ -68,12 +78,18 @@ __all__ = [
     "cache_dir",
     "load_kernel",
     "KERNELS",
+    "Watch",
+    "entry_point",
     "is_array",
 ]
 
 MAX_RUN = 48  # steps per fused kernel
 LARGE_RUN_FACTOR = 2  # on LARGE arrays a run may be longer: a pass over memory saved outweighs LLVM's time
 LARGE = 1 << 16  # elements from which exp, log, tanh... stay NumPy's calls (its SIMD loops)
+# elements up to which a kernel reads and writes planned buffers through the arena: there the calls it saves cost
+# more than its indexed loop (measured on a chain of 100 cycles: 16 elements 85 µs a call against 113, 128
+# elements the same, 512 elements 1.2x slower)
+ARENA_RUN = 1 << 7
 _lock = threading.Lock()
 KERNELS: dict = {}  # kernel source -> the compiled function (numba's dispatcher), one per structure per process
 _NUMBA: dict = {}
@@ -206,11 +222,12 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
     steps = graph.steps
     found = [_fusible(n, kernels) for n in steps]
 
-    def close():
-        if len(current) >= 2:
-            runs.append(Run(list(current), list(scalars)))
-        current.clear()
-        scalars.clear()
+    def close(keep=0):
+        """End the run, but for its last ``keep`` steps, which begin the next one."""
+        cut = len(current) - keep
+        if cut >= 2:
+            runs.append(Run(current[:cut], scalars[:cut]))
+        del current[:cut], scalars[:cut]
 
     i = 0
     while i < len(steps):
@@ -230,14 +247,29 @@ def find_runs(graph, kernels, max_run=MAX_RUN) -> list:
         if s is None:
             close()
             continue
-        if current and (n.out.shape != current[0].out.shape or len(current) >= limit):
+        if current and n.out.shape != current[0].out.shape:
             close()
+        elif len(current) >= limit:
+            close(_whole_cycles(current))
         current.append(n)
         scalars.append(s)
     close()
     if runs:
         _connect(graph, runs)
     return runs
+
+
+def _whole_cycles(steps) -> int:
+    """How many of the last ``steps`` of a run at its length limit to leave to the next, so that it ends after
+    a whole number of the cycles its steps repeat in (the ops of an unrolled loop, forward or backward): then
+    the runs after it start where it did in the cycle, have one structure, share one kernel and, on the arena,
+    one call. The cycle is the shortest repetition at its end of the steps' ops and dtypes; 0 if none."""
+    keys = [(n.name, n.out.dtype) for n in steps]
+    k = len(keys)
+    for p in range(1, k // 2 + 1):
+        if keys[k - p :] == keys[k - 2 * p : k - p]:
+            return k % p
+    return 0
 
 
 def _sink(steps, found, i, kernels) -> bool:
@@ -331,10 +363,16 @@ def _literal(x) -> str:
     return repr(x)
 
 
-def kernel_source(run) -> str:
+def kernel_source(run, slots=None) -> str:
     """The loop of ``run``, as Python for numba: ``def kernel(a0, ..., o0, ...)``, the arguments then the outputs
     (arrays the caller gives), named by position only, so that runs of the same structure have one source. A
-    reduction that ends the run (:func:`_ends`) is summed as NumPy sums (:func:`_reduction_source`)."""
+    reduction that ends the run (:func:`_ends`) is summed as NumPy sums (:func:`_reduction_source`).
+
+    ``slots`` (:func:`arena_slots`): the ids of the arguments and outputs read and written through the
+    program's arena instead, ``def kernel(arena, slots, a1, ..., o2, ...)``, with the loop's shape and each
+    one's offset in ``slots`` (:func:`_arena_source`)."""
+    if slots:
+        return _arena_source(run, slots)
     ndim = len(run.shape)
     names: dict = {}
     loads = []
@@ -362,6 +400,79 @@ def kernel_source(run) -> str:
         out.append(f"{indent}for i{d} in range(o0.shape[{d}]):")
         indent += "    "
     out += [indent + line for line in lines]
+    return "\n".join(out) + "\n"
+
+
+def arena_slots(run, where, limit=ARENA_RUN):
+    """Which of ``run``'s arguments and outputs its loop reads and writes through the program's arena: on
+    arrays of at most ``limit`` elements, where a kernel's call costs more than its loop (numba unboxes each
+    array argument anew; measured, a call with 20 arrays of 4 elements 1.4 µs, with the arena, its offsets
+    and 4 arrays 0.5 µs), the values of the run's shape that live in planned buffers of one dtype, at least
+    two of them. ``where(value)``: its byte offset in the arena, or None.
+    Returns ``(dtype, {id(value): element offset})``, or None."""
+    if not run.shape or math.prod(run.shape) > limit or run.scalars[-1].reduce:
+        return None
+    if any(s.expr is _vtanh_expr for s in run.scalars):
+        return None
+    found: dict = {}
+    for v in list(run.args) + list(run.outputs):
+        if isinstance(v, Value) and v.shape == run.shape and id(v) not in found:
+            offset = where(v)
+            if offset is not None:
+                found[id(v)] = (v.dtype, offset)
+    if not found:
+        return None
+    counts: dict = {}
+    for dtype, _ in found.values():
+        counts[dtype] = counts.get(dtype, 0) + 1
+    dtype = max(counts, key=counts.get)
+    if counts[dtype] < 2:
+        return None
+    return dtype, {k: offset // dtype.itemsize for k, (dt, offset) in found.items() if dt == dtype}
+
+
+def _arena_source(run, slots) -> str:
+    """The loop of ``run`` reading and writing the values in ``slots`` in the arena, for each row ``g`` of the
+    call's ``slots``: ``slots[g, k]``, the k-th one's offset in elements (arguments, then outputs, in their
+    order), then the loop's shape. Those values are C-contiguous arrays of the loop's shape, so one count of
+    the elements visited, in C order, indexes them all; the other arrays are indexed as in
+    :func:`kernel_source`. Consecutive runs of one structure with the same other arrays (a chain's cycles) are
+    one call, a row each, run in order: what each writes, the next reads, as separate calls would."""
+    ndim = len(run.shape)
+    names: dict = {}
+    loads, params, offsets = [], ["arena", "slots"], []
+    for j, a in enumerate(run.args):
+        if id(a) in slots:
+            offsets.append(f"s{len(offsets)}")
+            loads.append(f"x{j} = arena[{offsets[-1]} + f]")
+        else:
+            shape = _shape(a)
+            lead = ndim - len(shape)
+            at = ", ".join(
+                f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape))
+            )
+            loads.append(f"x{j} = a{j}" + (f"[{at}]" if shape else ""))
+            params.append(f"a{j}")
+        names[id(a)] = f"x{j}"
+    body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
+    index = ", ".join(f"i{d}" for d in range(ndim))
+    stores = []
+    for q, o in enumerate(run.outputs):
+        if id(o) in slots:
+            offsets.append(f"s{len(offsets)}")
+            stores.append(f"arena[{offsets[-1]} + f] = {names[id(o)]}")
+        else:
+            stores.append(f"o{q}[{index}] = {names[id(o)]}")
+            params.append(f"o{q}")
+    out = ["import numpy as np", "", f"def kernel({', '.join(params)}):"]
+    out.append("    for g in range(slots.shape[0]):  # the runs of this structure called one after the other")
+    out += [f"        {s} = slots[g, {k}]" for k, s in enumerate(offsets)]
+    out.append("        f = 0  # the elements visited, in C order: the index of each value in the arena")
+    indent = "        "
+    for d in range(ndim):
+        out.append(f"{indent}for i{d} in range(slots[g, {len(offsets) + d}]):")
+        indent += "    "
+    out += [indent + line for line in loads + body + stores + ["f += 1"]]
     return "\n".join(out) + "\n"
 
 
@@ -531,3 +642,33 @@ def load_kernel(source: str):
         fn = numba.njit(cache=True, nogil=True, error_model="numpy")(module.kernel)
         KERNELS[source] = fn
         return fn
+
+
+class Watch:
+    """A kernel's dispatcher during a program's first call, noting the argument types of each of its calls
+    (see :func:`entry_point`)."""
+
+    __slots__ = ("fn", "types")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.types: set = set()
+
+    def __call__(self, *args):
+        import numba  # noqa: PLC0415  (the jit extra: only a fused program's kernels are watched)
+
+        self.types.add(tuple(numba.typeof(a) for a in args))
+        return self.fn(*args)
+
+
+def entry_point(watch):
+    """The machine code that every call ``watch`` saw ran, to be called without numba's dispatch, which finds
+    it again from the arguments' types on each call (0.2 of a 0.5 µs call with 5 arguments; measured with
+    ``python -m benchmarks.speed --fused``, the chain row); None where the calls had several types. A program's
+    calls have the same types each time: its arguments' classes, shapes, dtypes and strides are its cache key,
+    and its buffers and constants are its own."""
+    overloads = getattr(watch.fn, "overloads", None)
+    if len(watch.types) != 1 or overloads is None:  # several signatures, or no longer numba's dispatcher
+        return None
+    found = overloads.get(next(iter(watch.types)))
+    return None if found is None else found.entry_point

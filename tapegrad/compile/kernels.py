@@ -101,7 +101,9 @@ def scatter_add(x, g, index):
 
 
 class Kernel:
-    """One step's call: ``fn(*args, **kwargs)`` with ``out`` given as ``out_style`` ("pos", "kw" or None), or
+    """One step's call: ``fn(*args, **kwargs)`` with ``out`` given as ``out_style`` ("pos", "kw" or None: a
+    function given ``out`` writes its result there and returns it, since fused kernels may read the value from
+    that buffer through the arena, :func:`.fuse.arena_slots`), or
     ``args[0].<method>(*args[1:])``, or (``form="getitem"``) ``args[0][args[1]]``. ``name``: what the source
     calls ``fn``; ``writes``: the position of an argument the call overwrites with its result (a fused update)."""
 
