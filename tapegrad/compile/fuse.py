@@ -138,7 +138,7 @@ class Run:
     """Consecutive steps fused into one kernel: ``args`` read from outside, ``outputs`` read after it (or
     returned), ``inside`` the ids of the values no one else reads (never arrays)."""
 
-    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "source", "name", "numbers")
+    __slots__ = ("steps", "scalars", "args", "outputs", "inside", "shape", "_source", "name", "numbers")
 
     def __init__(self, steps, scalars):
         self.steps = steps
@@ -147,9 +147,21 @@ class Run:
         self.outputs: list = []
         self.inside: set = set()
         self.shape = steps[0].out.shape
-        self.source = None
+        self._source = None
         self.name = None
         self.numbers: dict = {}  # id(const array) -> its one value, a number in the loop (uniform_constants)
+
+    @property
+    def source(self) -> str:
+        """The kernel's loop (:func:`kernel_source`), written when first read: a program on the arena writes
+        another (:func:`arena_slots`)."""
+        if self._source is None:
+            self._source = kernel_source(self)
+        return self._source
+
+    @source.setter
+    def source(self, text):
+        self._source = text
 
 
 def _fusible(step, kernels):
@@ -322,7 +334,7 @@ def _ends(steps, scalars, reduction) -> bool:
 
 
 def _connect(graph, runs) -> None:
-    """Each run's arguments (read from outside it), outputs (read after it) and inside values, and source."""
+    """Each run's arguments (read from outside it), outputs (read after it) and inside values."""
     readers: dict = {}  # id(value) -> how many steps outside its run read it, or it is an output
     run_of = {id(n): r for r in runs for n in r.steps}
     for n in graph.steps:
@@ -345,7 +357,6 @@ def _connect(graph, runs) -> None:
                 r.outputs.append(n.out)
             else:
                 r.inside.add(id(n.out))
-        r.source = kernel_source(r)
 
 
 def _shape(a):
