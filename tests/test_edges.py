@@ -194,3 +194,27 @@ def test_the_gradient_of_abs_at_zero_is_a_select_even_under_an_infinite_cotangen
     with np.errstate(divide="ignore"):
         g = tg.grad(lambda x: tg.sum(tg.sqrt(f(x))))(np.array([0.0, 4.0]))
     np.testing.assert_array_equal(g, [0.0, 0.25])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int8, np.uint8, np.complex128])
+@pytest.mark.parametrize("exponent", [2, 2.0, 3, 0.5, -1])
+def test_power_is_numpys_to_the_bit_its_dtype_and_the_sign_of_zero_included(dtype, exponent):
+    """``x ** 2`` is computed as a square (NumPy's own fast path): the values, dtypes and zeros' signs must be
+    ``np.power``'s for every exponent and dtype."""
+    values = [-0.0, 0.0, 1.5, -2.5, 3.0, 1e200, -1e-200, np.inf, -np.inf, np.nan, 127.0, -128.0]
+    with np.errstate(all="ignore"):
+        x = np.array(values).astype(dtype) if np.dtype(dtype).kind in "fc" else np.arange(-8, 9).astype(dtype)
+        if np.dtype(dtype).kind in "iu" and (exponent == -1 or exponent == 0.5):
+            x = x[x > 0] if exponent == -1 else x
+        try:
+            want = np.power(x, exponent)
+        except (ValueError, OverflowError) as refused:  # integers to a negative power: refused, by both
+            with pytest.raises(type(refused)):
+                tg.power(tg.Tensor(x), exponent)
+            return
+        got = tg.power(tg.Tensor(x), exponent).data
+        via_operator = (tg.Tensor(x) ** exponent).data
+    for out in (got, via_operator):
+        assert out.dtype == want.dtype
+        np.testing.assert_array_equal(out, want)
+        assert np.array_equal(np.signbit(out.real), np.signbit(want.real))
