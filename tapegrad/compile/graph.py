@@ -73,6 +73,9 @@ class Const:
         return f"<const {type(self.value).__name__}>"
 
 
+_LEAVES = frozenset((int, float, bool, complex, str, type(None), Const))  # arguments that hold no value
+
+
 class Step:
     """One op of the program: ``out = op(*args, **params)``, with where it came from.
 
@@ -106,11 +109,23 @@ class Step:
         cached = self._inputs
         if cached is not None and cached[0] is self.args and cached[1] is self.params:
             return cached[2]
-        seen, out = set(), []
-        for v in walk((self.args, self.params)):
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
+        args = self.args
+        out = [] if len(args) <= 8 and not self.params else None
+        if out is not None:  # most steps: a few values and numbers, read without walk's generators
+            for a in args:
+                cls = a.__class__
+                if cls is Value:
+                    if a not in out:  # each value once (a Value compares by identity)
+                        out.append(a)
+                elif cls not in _LEAVES:
+                    out = None
+                    break
+        if out is None:
+            seen, out = set(), []
+            for v in walk((args, self.params)):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
         self._inputs = (self.args, self.params, out)
         return out
 

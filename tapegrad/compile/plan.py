@@ -89,14 +89,15 @@ def last_reads(steps, outputs, at=None) -> dict:
 
 
 def frees(kernels):
-    """The scheduler's test: does running ``step`` now free more memory than it takes?"""
+    """The scheduler's test: does running ``step`` now free more memory than it takes? (``remaining``: value ->
+    how many of its reads have not run)"""
 
     def test(step, remaining):
-        k = lowered(kernels, step)
+        k = kernels.get(id(step)) or lowered(kernels, step)
         freed = 0
         dying_same = False
         for v in step.inputs():
-            if remaining.get(id(v), 0) == 1 and v.step is not None and kernels_fresh(kernels, v.step):
+            if remaining.get(v, 0) == 1 and v.step is not None and kernels_fresh(kernels, v.step):
                 freed += v.nbytes
                 if v.shape == step.out.shape and v.dtype == step.out.dtype:
                     dying_same = True
