@@ -165,8 +165,9 @@ class Run:
 
 
 def _fusible(step, kernels):
-    k = lowered(kernels, step)
-    if not (step.out.numpy and k.fresh):
+    k = kernels.get(id(step)) or lowered(kernels, step)
+    out = step.out
+    if not (out.kind is np.ndarray and k.fresh):
         return None
     s = scalar(step, k)
     if s is not None and s.reduce:
@@ -175,18 +176,21 @@ def _fusible(step, kernels):
         return None
     if s is None:
         return None
-    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
-        if not (k.fn in _VECTORISED and step.out.dtype == s.dtypes[0] == np.float64 and vector_tanh()):
+    shape = out.shape
+    if k.fn in SIMD_UFUNCS and math.prod(shape) >= LARGE:
+        if not (k.fn in _VECTORISED and out.dtype == s.dtypes[0] == np.float64 and vector_tanh()):
             return None  # NumPy's SIMD loop is faster there than a fused scalar call
         s = Scalar(s.args, s.dtypes, _vtanh_expr)  # arithmetic LLVM vectorises (vecmath)
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
-        if isinstance(a, Value) and not (a.numpy and _broadcasts(a.shape, step.out.shape)):
-            return None
-        if isinstance(a, Const) and not isinstance(a.value, (np.ndarray, int, float, bool)):
-            return None
-        if isinstance(a, Const) and isinstance(a.value, np.ndarray):
-            if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
+        if isinstance(a, Value):
+            if not (a.kind is np.ndarray and _broadcasts(a.shape, shape)):
                 return None
+        elif isinstance(a, Const):
+            if not isinstance(a.value, (np.ndarray, int, float, bool)):
+                return None
+            if isinstance(a.value, np.ndarray):
+                if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, shape):
+                    return None
     return s
 
 

@@ -15,7 +15,7 @@ import linecache
 
 import numpy as np
 
-__all__ = ["Value", "Const", "Step", "Graph", "walk", "substitute", "source_line"]
+__all__ = ["Value", "Const", "Step", "Graph", "walk", "substitute", "source_line", "forget_inputs"]
 
 
 class Value:
@@ -131,6 +131,13 @@ class Step:
 
     def __repr__(self) -> str:
         return f"<step {self.name} -> v{self.out.index}>"
+
+
+def forget_inputs(steps) -> None:
+    """Drop what :meth:`Step.inputs` keeps of each step (made again when asked): two objects per step that a
+    built program would otherwise hold, and that each of Python's full collections would walk."""
+    for n in steps:
+        n._inputs = None
 
 
 def source_line(line) -> str:

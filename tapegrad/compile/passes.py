@@ -389,10 +389,11 @@ def schedule(graph, frees, after=None) -> None:
     graph.steps = order
 
 
-def fuse_updates(graph, matched) -> None:
+def fuse_updates(graph, matched, kernels=None) -> None:
     """The GEMM-update fusion of the module docstring, for each donated input ``W`` whose new value (``matched``:
     id(input) -> output value) is ``W - lr * (A @ B)``, when every other read of ``W``'s memory comes before
-    the product."""
+    the product. ``kernels`` (``id(step) -> Kernel``, the lowerings made while scheduling) forgets each step
+    made here, whose id may be a removed step's."""
     if not matched:
         return
     steps = graph.steps
@@ -432,6 +433,8 @@ def fuse_updates(graph, matched) -> None:
         fused = Step(GEMM_UPDATE, (w, a, b, -lr), {}, out, update.line, update.grad_of)
         fused.order = product.order
         fused.meta = "matmul, multiply and subtract in one GEMM"
+        if kernels is not None:
+            kernels.pop(id(fused), None)
         out.step = fused
         steps[pos[id(product)]] = fused
         drop.update((id(scale), id(update)))
@@ -439,8 +442,9 @@ def fuse_updates(graph, matched) -> None:
         graph.steps = [n for n in steps if id(n) not in drop]
 
 
-def accumulate_scatters(graph) -> None:
-    """The scatter-accumulation rewrite of the module docstring (after scheduling)."""
+def accumulate_scatters(graph, kernels=None) -> None:
+    """The scatter-accumulation rewrite of the module docstring (after scheduling); ``kernels`` forgets the
+    lowering of each step rewritten (see :func:`fuse_updates`)."""
     if not any(n.op is ops.scatter.op for n in graph.steps):
         return
     uses = uses_of(graph.steps, graph.outputs)
@@ -463,6 +467,8 @@ def accumulate_scatters(graph) -> None:
             if whole and same and x.strides == n.out.strides:
                 n.op, n.args, n.params = SCATTER_ADD, (x, g), {"index": index}
                 n.meta = "add of a scatter, into the slice"
+                if kernels is not None:
+                    kernels.pop(id(n), None)
                 drop.add(id(scatter))
                 break
     if drop:
