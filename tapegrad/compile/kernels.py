@@ -163,11 +163,22 @@ OUTPUT = Op("output", output_of, view=True, doc="one output of an op with severa
 
 def lower(step) -> Kernel:
     """The kernel of ``step``, from its backend's table or that backend's default (see the module docstring)."""
-    if step.out.kind is not np.ndarray or not all([getattr(a, "numpy", True) for a in step.args]):
+    if step.out.kind is not np.ndarray or not _numpy_args(step.args):
         backend = backend_for(step.out.kind)
         return Kernel(backend.forward(step.op), step.args, step.params, name=step.op.name)
     rule = LOWERINGS["numpy"].get(step.op)
     return rule(step) if rule is not None else _numpy_default(step)
+
+
+def _numpy_args(args) -> bool:
+    """Whether no argument is another library's value (the arguments of most steps: values, read directly)."""
+    for a in args:
+        if a.__class__ is Value:
+            if a.kind is not np.ndarray:
+                return False
+        elif not getattr(a, "numpy", True):
+            return False
+    return True
 
 
 def lowered(kernels, step) -> Kernel:

@@ -321,9 +321,11 @@ def schedule(graph, frees, after=None) -> None:
     if after:
         by_id = {id(n): n for n in steps}
         after = {by_id[k]: [by_id[j] for j in js] for k, js in after.items()}
+    made_by = producer.get
     for n in steps:
         ins = n.inputs()
-        d = {producer[v] for v in ins if v in producer}
+        d = set(map(made_by, ins))
+        d.discard(None)  # an input of the program, or a constant's value
         if after and n in after:
             d.update(after[n])
         if n.random:
@@ -345,7 +347,13 @@ def schedule(graph, frees, after=None) -> None:
     for o in graph.outputs:
         if isinstance(o, Value):
             remaining[o] = remaining.get(o, 0) + 1
-    ready = [(n.order, id(n), n) for n in steps if not waiting[n]]
+    # the heaps hold each step's traced position (the tracer numbers steps apart), or (position, id) where two
+    # share one; step_of gives the step back
+    key_of = {n: n.order for n in steps}
+    if len(set(key_of.values())) < len(steps):
+        key_of = {n: (n.order, id(n)) for n in steps}
+    step_of = {k: n for n, k in key_of.items()}
+    ready = [key_of[n] for n in steps if not waiting[n]]
     heapq.heapify(ready)
     freeing: list = []  # ready steps whose test is true (it stays true until they run)
     tested_true: set = set()
@@ -354,24 +362,24 @@ def schedule(graph, frees, after=None) -> None:
     def test(n):
         if n not in tested_true and frees(n, remaining):
             tested_true.add(n)
-            push(freeing, (n.order, id(n), n))
+            push(freeing, key_of[n])
 
-    for _, _, n in ready:
-        test(n)
+    for k in ready:
+        test(step_of[k])
     done: set = set()
     order: list = []
     total = len(steps)
     while len(order) < total:
-        while freeing and freeing[0][2] in done:
+        while freeing and step_of[freeing[0]] in done:
             pop(freeing)
         if freeing:
-            pick = pop(freeing)[2]
+            pick = step_of[pop(freeing)]
         else:
-            while ready and ready[0][2] in done:
+            while ready and step_of[ready[0]] in done:
                 pop(ready)
             if not ready:
                 break
-            pick = pop(ready)[2]
+            pick = step_of[pop(ready)]
         order.append(pick)
         done.add(pick)
         for v in pick.inputs():
@@ -383,7 +391,7 @@ def schedule(graph, frees, after=None) -> None:
         for r in readers.get(pick, ()):
             left = waiting[r] = waiting[r] - 1
             if not left:
-                push(ready, (r.order, id(r), r))
+                push(ready, key_of[r])
                 test(r)
     assert len(order) == len(steps), "the graph has a cycle"
     graph.steps = order
