@@ -59,11 +59,11 @@ class AliasClass:
 
 
 class Plan:
-    """What :func:`plan` decided: per step its kernel, in-place input and buffer; per position the values to
-    delete after it; the arena's size."""
+    """What :func:`plan` decided: per step its kernel (none for a fused run's steps: the run is one call),
+    in-place input and buffer; per position the values to delete after it; the arena's size."""
 
     def __init__(self):
-        self.kernels: dict = {}  # id(step) -> Kernel
+        self.kernels: dict = {}  # id(step) -> Kernel, of the steps outside fused runs
         self.inplace: dict = {}  # id(step) -> the input value its output overwrites
         self.buffer: dict = {}  # id(step) -> Buffer in the arena
         self.free_after: dict = {}  # position -> [values to delete]
@@ -225,6 +225,12 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
         names = [m for m in c.members if m.step is not None and id(m) not in inside]
         if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
+    # what the program keeps of the plan, as few objects as it needs: every full collection of Python's walks
+    # them (a fused loop's steps are one call, their kernels not read again; the classes served the plan)
+    for n in fused:
+        del p.kernels[n]
+    for b in p.buffers:
+        b.cls = None
     return p
 
 
