@@ -153,10 +153,10 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
     for i, n in enumerate(steps):
         if at:
             i = at.get(id(n), i)
-        k = p.kernels[id(n)] = known(id(n)) or lowered(kernels, n)
         out = n.out
         if id(out) in inside:  # a local variable of a fused loop: no memory, read by no one outside its run
             continue
+        k = p.kernels[id(n)] = known(id(n)) or lowered(kernels, n)
         target = None
         if k.writes is not None:  # a fused update writes over its donated argument
             target = k.args[k.writes]
@@ -228,7 +228,7 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
     # what the program keeps of the plan, as few objects as it needs: every full collection of Python's walks
     # them (a fused loop's steps are one call, their kernels not read again; the classes served the plan)
     for n in fused:
-        del p.kernels[n]
+        p.kernels.pop(n, None)
     for b in p.buffers:
         b.cls = None
     return p
