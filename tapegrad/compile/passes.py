@@ -322,8 +322,9 @@ def schedule(graph, frees, after=None) -> None:
         by_id = {id(n): n for n in steps}
         after = {by_id[k]: [by_id[j] for j in js] for k, js in after.items()}
     made_by = producer.get
+    inputs: dict = {}  # step -> its inputs (a look-up here costs less than the method)
     for n in steps:
-        ins = n.inputs()
+        ins = inputs[n] = n.inputs()
         d = set(map(made_by, ins))
         d.discard(None)  # an input of the program, or a constant's value
         if after and n in after:
@@ -366,27 +367,27 @@ def schedule(graph, frees, after=None) -> None:
 
     for k in ready:
         test(step_of[k])
-    done: set = set()
     order: list = []
     total = len(steps)
+    # a step that has run waits for -1: ready (0) never again
     while len(order) < total:
-        while freeing and step_of[freeing[0]] in done:
+        while freeing and waiting[step_of[freeing[0]]] < 0:
             pop(freeing)
         if freeing:
             pick = step_of[pop(freeing)]
         else:
-            while ready and step_of[ready[0]] in done:
+            while ready and waiting[step_of[ready[0]]] < 0:
                 pop(ready)
             if not ready:
                 break
             pick = step_of[pop(ready)]
         order.append(pick)
-        done.add(pick)
-        for v in pick.inputs():
+        waiting[pick] = -1
+        for v in inputs[pick]:
             left = remaining[v] = remaining.get(v, 1) - 1
             if left == 1:  # its last reader (if a step) may free memory now
                 for r in reads.get(v, ()):
-                    if r not in done and not waiting[r]:
+                    if not waiting[r]:
                         test(r)
         for r in readers.get(pick, ()):
             left = waiting[r] = waiting[r] - 1
