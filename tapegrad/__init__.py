@@ -14,8 +14,6 @@ the package, and what may import what, are described in docs/architecture.md.
 array([2., 4.])
 """
 
-from importlib import metadata as _metadata
-
 from . import (
     compile,
     convenience,
@@ -75,10 +73,9 @@ def stop_gradient(x):
     return x.detach() if isinstance(x, Tensor) else Tensor(x)
 
 
-try:  # the installed package's version (setup.cfg holds it; CHANGELOG.md says what each version changed)
-    __version__ = _metadata.version("tapegrad")
-except _metadata.PackageNotFoundError:  # imported from a checkout that was never installed
-    __version__ = "0+unknown"
+# setup.cfg's version (tests/test_release.py checks that they agree; CHANGELOG.md says what each version
+# changed), a constant: reading the installed metadata cost every import a search of sys.path
+__version__ = "0.3.0"
 
 __all__ = [
     "Tensor",

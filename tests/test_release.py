@@ -19,6 +19,10 @@ def _version() -> str:
 
 def test_the_package_reports_the_installed_version_from_its_metadata():
     installed = importlib.metadata.version("tapegrad")
+    assert tapegrad.__version__ == _version(), (
+        f"tapegrad/__init__.py says __version__ = {tapegrad.__version__!r} but setup.cfg says {_version()}: "
+        "change both"
+    )
     assert tapegrad.__version__ == installed
     assert installed == _version(), (
         f"the installed metadata says {installed} but setup.cfg says {_version()}: reinstall "

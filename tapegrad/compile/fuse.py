@@ -165,8 +165,9 @@ class Run:
 
 
 def _fusible(step, kernels):
-    k = lowered(kernels, step)
-    if not (step.out.numpy and k.fresh):
+    k = kernels.get(id(step)) or lowered(kernels, step)
+    out = step.out
+    if not (out.kind is np.ndarray and k.fresh):
         return None
     s = scalar(step, k)
     if s is not None and s.reduce:
@@ -175,18 +176,21 @@ def _fusible(step, kernels):
         return None
     if s is None:
         return None
-    if k.fn in SIMD_UFUNCS and math.prod(step.out.shape) >= LARGE:
-        if not (k.fn in _VECTORISED and step.out.dtype == s.dtypes[0] == np.float64 and vector_tanh()):
+    shape = out.shape
+    if k.fn in SIMD_UFUNCS and math.prod(shape) >= LARGE:
+        if not (k.fn in _VECTORISED and out.dtype == s.dtypes[0] == np.float64 and vector_tanh()):
             return None  # NumPy's SIMD loop is faster there than a fused scalar call
         s = Scalar(s.args, s.dtypes, _vtanh_expr)  # arithmetic LLVM vectorises (vecmath)
     for a in s.args:  # each argument broadcasts to the step's shape (never the other way) and is a NumPy array
-        if isinstance(a, Value) and not (a.numpy and _broadcasts(a.shape, step.out.shape)):
-            return None
-        if isinstance(a, Const) and not isinstance(a.value, (np.ndarray, int, float, bool)):
-            return None
-        if isinstance(a, Const) and isinstance(a.value, np.ndarray):
-            if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, step.out.shape):
+        if isinstance(a, Value):
+            if not (a.kind is np.ndarray and _broadcasts(a.shape, shape)):
                 return None
+        elif isinstance(a, Const):
+            if not isinstance(a.value, (np.ndarray, int, float, bool)):
+                return None
+            if isinstance(a.value, np.ndarray):
+                if a.value.dtype.kind not in "biuf" or not _broadcasts(a.value.shape, shape):
+                    return None
     return s
 
 
@@ -203,18 +207,31 @@ def is_array(a, numbers=None) -> bool:
     return isinstance(a, Const) and isinstance(a.value, np.ndarray) and (numbers is None or id(a) not in numbers)
 
 
-def uniform_constants(scalars) -> dict:
+def uniform_constants(scalars, known=None) -> dict:
     """``id(const) -> number`` for the constant arrays among the arguments of ``scalars`` that hold one value
-    throughout (a number of their dtype, the same to the ufunc once cast to its loop's dtype)."""
+    throughout (a number of their dtype, the same to the ufunc once cast to its loop's dtype). ``known``: a
+    dict kept between calls (``id(const) -> number or None``), so that each constant is read once."""
     numbers = {}
+    known = {} if known is None else known
     for s in scalars:
         for a in s.args:
-            if isinstance(a, Const) and isinstance(a.value, np.ndarray) and id(a) not in numbers:
-                v = a.value
-                first = v.reshape(-1)[:1]
-                if v.size and v.dtype.kind in "biuf" and bool((v == first[0]).all()):
-                    numbers[id(a)] = first[0].item()
+            if isinstance(a, Const) and id(a) not in numbers:
+                k = id(a)
+                if k not in known:
+                    known[k] = _uniform_value(a.value)
+                if known[k] is not None:
+                    numbers[k] = known[k]
     return numbers
+
+
+def _uniform_value(v):
+    """The one value of array ``v`` (a Python number), or None where it holds several (or is no array)."""
+    if not isinstance(v, np.ndarray):
+        return None
+    first = v.reshape(-1)[:1]
+    if v.size and v.dtype.kind in "biuf" and bool((v == first[0]).all()):
+        return first[0].item()
+    return None
 
 
 def _broadcasts(shape, to) -> bool:
@@ -335,25 +352,32 @@ def _ends(steps, scalars, reduction) -> bool:
 
 def _connect(graph, runs) -> None:
     """Each run's arguments (read from outside it), outputs (read after it) and inside values."""
-    readers: dict = {}  # id(value) -> how many steps outside its run read it, or it is an output
-    run_of = {id(n): r for r in runs for n in r.steps}
+    readers: dict = {}  # value -> how many steps outside its run read it, or it is an output (keyed by the
+    # objects, which hash by identity)
+    run_of = {n: r for r in runs for n in r.steps}
+    get = run_of.get
     for n in graph.steps:
-        r = run_of.get(id(n))
+        r = get(n)
         for v in n.inputs():
-            if v.step is None or run_of.get(id(v.step)) is not r:
-                readers[id(v)] = readers.get(id(v), 0) + 1
+            p = v.step
+            if p is None or get(p) is not r:
+                readers[v] = readers.get(v, 0) + 1
     for o in graph.outputs:
         if isinstance(o, Value):
-            readers[id(o)] = readers.get(id(o), 0) + 1
+            readers[o] = readers.get(o, 0) + 1
+    known: dict = {}  # the constants' one values, shared by the runs (a chain's cycles read the same ones)
     for r in runs:
-        r.numbers = uniform_constants(r.scalars)
-        computed = set()
+        numbers = r.numbers = uniform_constants(r.scalars, known)
+        computed: set = set()
+        args = r.args
+        taken: set = set()
         for n, s in zip(r.steps, r.scalars):
             for a in s.args:
-                if is_array(a, r.numbers) and id(a) not in computed and not any(a is b for b in r.args):
-                    r.args.append(a)
-            computed.add(id(n.out))
-            if readers.get(id(n.out)):
+                if (a.__class__ is Value or is_array(a, numbers)) and a not in computed and a not in taken:
+                    args.append(a)
+                    taken.add(a)
+            computed.add(n.out)
+            if readers.get(n.out):
                 r.outputs.append(n.out)
             else:
                 r.inside.add(id(n.out))

@@ -15,7 +15,7 @@ import linecache
 
 import numpy as np
 
-__all__ = ["Value", "Const", "Step", "Graph", "walk", "substitute", "source_line"]
+__all__ = ["Value", "Const", "Step", "Graph", "walk", "substitute", "source_line", "forget_inputs"]
 
 
 class Value:
@@ -73,6 +73,9 @@ class Const:
         return f"<const {type(self.value).__name__}>"
 
 
+_LEAVES = frozenset((int, float, bool, complex, str, type(None), Const))  # arguments that hold no value
+
+
 class Step:
     """One op of the program: ``out = op(*args, **params)``, with where it came from.
 
@@ -106,16 +109,35 @@ class Step:
         cached = self._inputs
         if cached is not None and cached[0] is self.args and cached[1] is self.params:
             return cached[2]
-        seen, out = set(), []
-        for v in walk((self.args, self.params)):
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
+        args = self.args
+        out = [] if len(args) <= 8 and not self.params else None
+        if out is not None:  # most steps: a few values and numbers, read without walk's generators
+            for a in args:
+                cls = a.__class__
+                if cls is Value:
+                    if a not in out:  # each value once (a Value compares by identity)
+                        out.append(a)
+                elif cls not in _LEAVES:
+                    out = None
+                    break
+        if out is None:
+            seen, out = set(), []
+            for v in walk((args, self.params)):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
         self._inputs = (self.args, self.params, out)
         return out
 
     def __repr__(self) -> str:
         return f"<step {self.name} -> v{self.out.index}>"
+
+
+def forget_inputs(steps) -> None:
+    """Drop what :meth:`Step.inputs` keeps of each step (made again when asked): two objects per step that a
+    built program would otherwise hold, and that each of Python's full collections would walk."""
+    for n in steps:
+        n._inputs = None
 
 
 def source_line(line) -> str:

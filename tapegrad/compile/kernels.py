@@ -163,11 +163,22 @@ OUTPUT = Op("output", output_of, view=True, doc="one output of an op with severa
 
 def lower(step) -> Kernel:
     """The kernel of ``step``, from its backend's table or that backend's default (see the module docstring)."""
-    if not step.out.numpy or not all(getattr(a, "numpy", True) for a in step.args):
+    if step.out.kind is not np.ndarray or not _numpy_args(step.args):
         backend = backend_for(step.out.kind)
         return Kernel(backend.forward(step.op), step.args, step.params, name=step.op.name)
     rule = LOWERINGS["numpy"].get(step.op)
     return rule(step) if rule is not None else _numpy_default(step)
+
+
+def _numpy_args(args) -> bool:
+    """Whether no argument is another library's value (the arguments of most steps: values, read directly)."""
+    for a in args:
+        if a.__class__ is Value:
+            if a.kind is not np.ndarray:
+                return False
+        elif not getattr(a, "numpy", True):
+            return False
+    return True
 
 
 def lowered(kernels, step) -> Kernel:
@@ -288,21 +299,44 @@ def _dtype_of(a):
     return type(a)
 
 
+def _infix_expr(infix):
+    return lambda xs: f"({xs[0]} {infix} {xs[1]})"
+
+
+def _call_expr(name):
+    return lambda xs: f"np.{name}({', '.join(xs)})"
+
+
+# each ufunc's expression, made once (not a closure per step)
+_EXPRS = {u: (_infix_expr(_INFIX[u]) if u in _INFIX else _call_expr(u.__name__)) for u in _NUMBA_UFUNCS}
+_LOOPS: dict = {}  # (ufunc, argument dtypes) -> ufunc.resolve_dtypes of them, or None where it has no loop
+
+
+def _loops(ufunc, dtypes):
+    key = (ufunc, dtypes, tuple([d.__class__ for d in dtypes]))  # a dtype equals its type: np.float64, float
+    try:
+        return _LOOPS[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable dtype: resolved every time
+        key = None
+    try:
+        loops = ufunc.resolve_dtypes(dtypes + (None,))
+    except (TypeError, ValueError):
+        loops = None
+    if key is not None:
+        _LOOPS[key] = loops
+    return loops
+
+
 def _ufunc_scalar(step, kernel):
     ufunc = kernel.fn
-    if not (isinstance(ufunc, np.ufunc) and ufunc in _NUMBA_UFUNCS and kernel.elementwise and not kernel.kwargs):
+    if not (isinstance(ufunc, np.ufunc) and ufunc in _EXPRS and kernel.elementwise and not kernel.kwargs):
         return None
-    try:
-        loops = ufunc.resolve_dtypes(tuple(_dtype_of(a) for a in kernel.args) + (None,))
-    except (TypeError, ValueError):
+    loops = _loops(ufunc, tuple([_dtype_of(a) for a in kernel.args]))
+    if loops is None or loops[-1] != step.out.dtype:
         return None
-    if loops[-1] != step.out.dtype:
-        return None
-    infix = _INFIX.get(ufunc)
-    if infix is not None:
-        return Scalar(kernel.args, loops[:-1], lambda xs: f"({xs[0]} {infix} {xs[1]})")
-    name = ufunc.__name__
-    return Scalar(kernel.args, loops[:-1], lambda xs: f"np.{name}({', '.join(xs)})")
+    return Scalar(kernel.args, loops[:-1], _EXPRS[ufunc])
 
 
 def _masked_scalar(step, kernel):

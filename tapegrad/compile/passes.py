@@ -25,6 +25,8 @@ runs its steps in.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
+from itertools import chain
 
 import numpy as np
 
@@ -55,13 +57,10 @@ _SAME_WHEN_SHAPED = frozenset(
 
 def uses_of(steps, outputs) -> dict:
     """id(value) -> how many steps read it (each step once), plus one per output it is."""
-    uses: dict = {}
-    for n in steps:
-        for v in n.inputs():
-            uses[id(v)] = uses.get(id(v), 0) + 1
+    uses = Counter(map(id, chain.from_iterable([n.inputs() for n in steps])))  # counted in C
     for o in outputs:
         if isinstance(o, Value):
-            uses[id(o)] = uses.get(id(o), 0) + 1
+            uses[id(o)] += 1
     return uses
 
 
@@ -185,6 +184,25 @@ def _key(obj):
     return (type(obj).__name__, obj)
 
 
+_NO_PARAMS = ("dict", ())  # _key({}), the parameters of most steps
+
+
+def _args_key(args):
+    """``_key(args)``, the values and numbers of a tuple of arguments read without recursion (most steps)."""
+    if args.__class__ is not tuple:
+        return _key(args)
+    out = []
+    for a in args:
+        cls = a.__class__
+        if cls is Value or cls is Const:
+            out.append(("@", id(a)))
+        elif cls is float or cls is int:
+            out.append((cls.__name__, a))
+        else:
+            out.append(_key(a))
+    return ("tuple", tuple(out))
+
+
 def common_subexpressions(graph) -> None:
     """Merge steps that compute the same op of the same arguments and parameters (draws never)."""
     seen: dict = {}
@@ -202,7 +220,7 @@ def common_subexpressions(graph) -> None:
             kept.append(n)
             continue
         try:
-            key = (id(n.op), _key(n.args), _key(n.params))
+            key = (id(n.op), _args_key(n.args), _NO_PARAMS if n.params == {} else _key(n.params))
         except TypeError:  # an unhashable parameter: leave the step alone
             kept.append(n)
             continue
@@ -223,7 +241,7 @@ def dead_code(graph) -> None:
     for n in reversed(graph.steps):
         if id(n.out) in live or n.random:
             kept.append(n)
-            live.update(id(v) for v in n.inputs())
+            live.update(map(id, n.inputs()))
     kept.reverse()
     graph.steps = kept
 
@@ -282,7 +300,8 @@ def _descendants(step, readers) -> set:
 
 def schedule(graph, frees, after=None) -> None:
     """Reorder ``graph.steps``: the traced order, but a ready step for which ``frees(step, remaining)`` is true
-    (it frees more memory than it takes, given how many reads each value has left) runs first (the earliest
+    (it frees more memory than it takes, given how many reads each value has left: ``remaining``, keyed by the
+    value) runs first (the earliest
     traced of them). Dependencies, ``after`` (id(step) -> ids of steps it must follow) and the order of draws
     are kept.
 
@@ -293,75 +312,97 @@ def schedule(graph, frees, after=None) -> None:
     steps = graph.steps
     if len(steps) < 3:
         return
-    producer = {id(n.out): n for n in steps}
-    deps, readers, reads = {}, {}, {}
-    inputs = {}
+    # keyed by the steps and values themselves (they hash by identity), without an id() per look-up
+    producer = {n.out: n for n in steps}
+    readers: dict = {}  # step -> the steps that wait for it
+    reads: dict = {}  # value -> the steps that read it
+    waiting: dict = {}  # step -> how many of the steps it waits for have not run
     last_random = None
-    after = after or {}
+    if after:
+        by_id = {id(n): n for n in steps}
+        after = {by_id[k]: [by_id[j] for j in js] for k, js in after.items()}
+    made_by = producer.get
+    inputs: dict = {}  # step -> its inputs (a look-up here costs less than the method)
     for n in steps:
-        ins = inputs[id(n)] = n.inputs()
-        d = {id(producer[id(v)]) for v in ins if id(v) in producer}
-        if after:
-            d |= after.get(id(n), set())
+        ins = inputs[n] = n.inputs()
+        d = set(map(made_by, ins))
+        d.discard(None)  # an input of the program, or a constant's value
+        if after and n in after:
+            d.update(after[n])
         if n.random:
             if last_random is not None:
-                d.add(id(last_random))
+                d.add(last_random)
             last_random = n
-        deps[id(n)] = d
+        waiting[n] = len(d)
         for k in d:
-            readers.setdefault(k, []).append(n)
+            if k in readers:
+                readers[k].append(n)
+            else:
+                readers[k] = [n]
         for v in ins:
-            reads.setdefault(id(v), []).append(n)
-    remaining = {k: len(r) for k, r in reads.items()}  # as uses_of counts them, from the readers at hand
+            if v in reads:
+                reads[v].append(n)
+            else:
+                reads[v] = [n]
+    remaining = {v: len(r) for v, r in reads.items()}  # as uses_of counts them, from the readers at hand
     for o in graph.outputs:
         if isinstance(o, Value):
-            remaining[id(o)] = remaining.get(id(o), 0) + 1
-    waiting = {id(n): len(deps[id(n)]) for n in steps}
-    ready = [(n.order, id(n), n) for n in steps if not waiting[id(n)]]
+            remaining[o] = remaining.get(o, 0) + 1
+    # the heaps hold each step's traced position (the tracer numbers steps apart), or (position, id) where two
+    # share one; step_of gives the step back
+    key_of = {n: n.order for n in steps}
+    if len(set(key_of.values())) < len(steps):
+        key_of = {n: (n.order, id(n)) for n in steps}
+    step_of = {k: n for n, k in key_of.items()}
+    ready = [key_of[n] for n in steps if not waiting[n]]
     heapq.heapify(ready)
     freeing: list = []  # ready steps whose test is true (it stays true until they run)
     tested_true: set = set()
+    push, pop = heapq.heappush, heapq.heappop
 
     def test(n):
-        if id(n) not in tested_true and frees(n, remaining):
-            tested_true.add(id(n))
-            heapq.heappush(freeing, (n.order, id(n), n))
+        if n not in tested_true and frees(n, remaining):
+            tested_true.add(n)
+            push(freeing, key_of[n])
 
-    for _, _, n in ready:
-        test(n)
-    done, order = set(), []
-    while len(order) < len(steps):
-        while freeing and id(freeing[0][2]) in done:
-            heapq.heappop(freeing)
+    for k in ready:
+        test(step_of[k])
+    order: list = []
+    total = len(steps)
+    # a step that has run waits for -1: ready (0) never again
+    while len(order) < total:
+        while freeing and waiting[step_of[freeing[0]]] < 0:
+            pop(freeing)
         if freeing:
-            pick = heapq.heappop(freeing)[2]
+            pick = step_of[pop(freeing)]
         else:
-            while ready and id(ready[0][2]) in done:
-                heapq.heappop(ready)
+            while ready and waiting[step_of[ready[0]]] < 0:
+                pop(ready)
             if not ready:
                 break
-            pick = heapq.heappop(ready)[2]
+            pick = step_of[pop(ready)]
         order.append(pick)
-        done.add(id(pick))
-        for v in inputs[id(pick)]:
-            left = remaining[id(v)] = remaining.get(id(v), 1) - 1
+        waiting[pick] = -1
+        for v in inputs[pick]:
+            left = remaining[v] = remaining.get(v, 1) - 1
             if left == 1:  # its last reader (if a step) may free memory now
-                for r in reads.get(id(v), ()):
-                    if id(r) not in done and not waiting[id(r)]:
+                for r in reads.get(v, ()):
+                    if not waiting[r]:
                         test(r)
-        for r in readers.get(id(pick), ()):
-            waiting[id(r)] -= 1
-            if not waiting[id(r)]:
-                heapq.heappush(ready, (r.order, id(r), r))
+        for r in readers.get(pick, ()):
+            left = waiting[r] = waiting[r] - 1
+            if not left:
+                push(ready, key_of[r])
                 test(r)
     assert len(order) == len(steps), "the graph has a cycle"
     graph.steps = order
 
 
-def fuse_updates(graph, matched) -> None:
+def fuse_updates(graph, matched, kernels=None) -> None:
     """The GEMM-update fusion of the module docstring, for each donated input ``W`` whose new value (``matched``:
     id(input) -> output value) is ``W - lr * (A @ B)``, when every other read of ``W``'s memory comes before
-    the product."""
+    the product. ``kernels`` (``id(step) -> Kernel``, the lowerings made while scheduling) forgets each step
+    made here, whose id may be a removed step's."""
     if not matched:
         return
     steps = graph.steps
@@ -401,6 +442,8 @@ def fuse_updates(graph, matched) -> None:
         fused = Step(GEMM_UPDATE, (w, a, b, -lr), {}, out, update.line, update.grad_of)
         fused.order = product.order
         fused.meta = "matmul, multiply and subtract in one GEMM"
+        if kernels is not None:
+            kernels.pop(id(fused), None)
         out.step = fused
         steps[pos[id(product)]] = fused
         drop.update((id(scale), id(update)))
@@ -408,8 +451,9 @@ def fuse_updates(graph, matched) -> None:
         graph.steps = [n for n in steps if id(n) not in drop]
 
 
-def accumulate_scatters(graph) -> None:
-    """The scatter-accumulation rewrite of the module docstring (after scheduling)."""
+def accumulate_scatters(graph, kernels=None) -> None:
+    """The scatter-accumulation rewrite of the module docstring (after scheduling); ``kernels`` forgets the
+    lowering of each step rewritten (see :func:`fuse_updates`)."""
     if not any(n.op is ops.scatter.op for n in graph.steps):
         return
     uses = uses_of(graph.steps, graph.outputs)
@@ -432,6 +476,8 @@ def accumulate_scatters(graph) -> None:
             if whole and same and x.strides == n.out.strides:
                 n.op, n.args, n.params = SCATTER_ADD, (x, g), {"index": index}
                 n.meta = "add of a scatter, into the slice"
+                if kernels is not None:
+                    kernels.pop(id(n), None)
                 drop.add(id(scatter))
                 break
     if drop:

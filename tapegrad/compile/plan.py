@@ -59,11 +59,11 @@ class AliasClass:
 
 
 class Plan:
-    """What :func:`plan` decided: per step its kernel, in-place input and buffer; per position the values to
-    delete after it; the arena's size."""
+    """What :func:`plan` decided: per step its kernel (none for a fused run's steps: the run is one call),
+    in-place input and buffer; per position the values to delete after it; the arena's size."""
 
     def __init__(self):
-        self.kernels: dict = {}  # id(step) -> Kernel
+        self.kernels: dict = {}  # id(step) -> Kernel, of the steps outside fused runs
         self.inplace: dict = {}  # id(step) -> the input value its output overwrites
         self.buffer: dict = {}  # id(step) -> Buffer in the arena
         self.free_after: dict = {}  # position -> [values to delete]
@@ -77,9 +77,9 @@ def last_reads(steps, outputs, at=None) -> dict:
     """id(value) -> position of its last read (``NEVER`` for an output); ``at``: id(step) -> its position where
     it is not its index (a fused run's steps share one)."""
     last: dict = {}
-    at = at or {}
     for i, n in enumerate(steps):
-        i = at.get(id(n), i)
+        if at:
+            i = at.get(id(n), i)
         for v in n.inputs():
             last[id(v)] = i
     for o in outputs:
@@ -89,25 +89,27 @@ def last_reads(steps, outputs, at=None) -> dict:
 
 
 def frees(kernels):
-    """The scheduler's test: does running ``step`` now free more memory than it takes?"""
+    """The scheduler's test: does running ``step`` now free more memory than it takes? (``remaining``: value ->
+    how many of its reads have not run)"""
+
+    known = kernels.get
 
     def test(step, remaining):
-        k = lowered(kernels, step)
+        k = known(id(step)) or lowered(kernels, step)
+        out = step.out
         freed = 0
         dying_same = False
         for v in step.inputs():
-            if remaining.get(id(v), 0) == 1 and v.step is not None and kernels_fresh(kernels, v.step):
-                freed += v.nbytes
-                if v.shape == step.out.shape and v.dtype == step.out.dtype:
-                    dying_same = True
-        taken = 0 if not k.fresh or (k.elementwise and dying_same) else step.out.nbytes
+            if remaining.get(v, 0) == 1:
+                p = v.step
+                if p is not None and (known(id(p)) or lowered(kernels, p)).fresh:
+                    freed += v.nbytes
+                    if v.shape == out.shape and v.dtype == out.dtype:
+                        dying_same = True
+        taken = 0 if not k.fresh or (k.elementwise and dying_same) else out.nbytes
         return freed > taken
 
     return test
-
-
-def kernels_fresh(kernels, step) -> bool:
-    return lowered(kernels, step).fresh
 
 
 def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
@@ -147,13 +149,14 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
 
     for v in graph.inputs:
         new_class(v, foreign=id(v) not in p.donated, at=-1)
+    known = kernels.get
     for i, n in enumerate(steps):
-        i = at.get(id(n), i)
-        k = p.kernels[id(n)] = lowered(kernels, n)
+        if at:
+            i = at.get(id(n), i)
         out = n.out
-        if id(out) in inside:  # a local variable of a fused loop
-            new_class(out, foreign=False, at=i)
+        if id(out) in inside:  # a local variable of a fused loop: no memory, read by no one outside its run
             continue
+        k = p.kernels[id(n)] = known(id(n)) or lowered(kernels, n)
         target = None
         if k.writes is not None:  # a fused update writes over its donated argument
             target = k.args[k.writes]
@@ -222,6 +225,12 @@ def plan(graph, arena_limit=None, donated=None, runs=(), kernels=None) -> Plan:
         names = [m for m in c.members if m.step is not None and id(m) not in inside]
         if names and any(_holds_memory(p, m) for m in names):
             p.free_after.setdefault(c.end, []).extend(names)
+    # what the program keeps of the plan, as few objects as it needs: every full collection of Python's walks
+    # them (a fused loop's steps are one call, their kernels not read again; the classes served the plan)
+    for n in fused:
+        p.kernels.pop(n, None)
+    for b in p.buffers:
+        b.cls = None
     return p
 
 

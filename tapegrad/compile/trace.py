@@ -33,7 +33,7 @@ from .kernels import OUTPUT
 
 __all__ = ["Tracer", "trace"]
 
-_LITERALS = (int, float, complex, bool, str, type(None), type(Ellipsis))
+_LITERALS = frozenset((int, float, complex, bool, str, type(None), type(Ellipsis)))
 
 
 class Tracer:
@@ -109,13 +109,26 @@ class Tracer:
             self._several(op, datas, params, out)
             return
         array = out._data
-        if id(array) in self.values:  # the op returned a value itself (a squeeze with nothing to squeeze)
+        values = self.values
+        if id(array) in values:  # the op returned a value itself (a squeeze with nothing to squeeze)
             return
-        args = tuple([self._arg(d) for d in datas])
+        args = []
+        reads = False  # whether an argument is a traced value
+        for d in datas:
+            if d.__class__ in _LITERALS:
+                args.append(d)
+                continue
+            v = values.get(id(d))
+            if v is None:
+                args.append(self.const(d))
+            else:
+                args.append(v)
+                reads = True
+        args = tuple(args)
         prm = {k: self._param(p) for k, p in params.items()} if params else {}
         random = op in RANDOM_OPS
         traced = [v for v in walk(prm)] if prm else ()
-        if not (random or traced or any(a.__class__ is Value for a in args)):
+        if not (random or traced or reads):
             return  # computed from constants only: a constant of the program, folded here
         line = self._line()
         for v in traced:

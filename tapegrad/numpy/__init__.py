@@ -30,16 +30,24 @@ Four kinds of name:
 """
 
 import numpy as _np
-from numpy import *  # noqa: F403  (NumPy's namespace; tensors dispatch to tapegrad)
 
-# the star import bound numpy.linalg, numpy.fft and numpy.random to these names; ours replace them (while they
-# are bound, `from . import linalg` would find the attribute and not import the submodule)
-del fft, linalg, random  # noqa: F821
+# NumPy's namespace (tensors dispatch to tapegrad), as `from numpy import *` binds it, but for the submodules
+# NumPy imports on first access (np.f2py, np.testing, np.ma: 50 ms of importing tapegrad): this module's
+# __getattr__ gives them, from NumPy, when they are asked for
+_LOADED = [n for n in _np.__all__ if n in vars(_np)]
+globals().update({n: getattr(_np, n) for n in _LOADED})
+
+# NumPy's linalg, fft and random: ours replace them (while they are bound, `from . import linalg` would find
+# the attribute and not import the submodule)
+for _name in ("fft", "linalg", "random"):
+    globals().pop(_name, None)
+del _name
 
 from . import _dispatch, _namespace, fft, linalg, random  # noqa: E402, F401  (_dispatch: NumPy's protocols on Tensor)
 from ._table import MAIN as _MAIN  # noqa: E402
 
-globals().update(_namespace.wrapped(_np, _np.__all__, _MAIN))  # NumPy's functions, recording tensors inside lists
+globals().update(_namespace.wrapped(_np, _LOADED, _MAIN))  # NumPy's functions, recording tensors inside lists
+del _LOADED
 
 from ._arrays import array, asanyarray, asarray, ascontiguousarray, full  # noqa: E402
 from ._dispatch import implementation  # noqa: E402
