@@ -10,6 +10,7 @@ A sum or mean fused into the loop that computes what it reduces walks NumPy's pa
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -499,6 +500,33 @@ def test_a_chains_cycles_on_small_arrays_are_one_call_on_the_arena():
         t.join()
     for g, e in zip(got, expected):
         check(g, e)
+
+
+@needs_numba
+def test_a_kernel_wrapped_before_the_first_run_stays_wrapped():
+    """After its first run a program calls its kernels by their machine code, but a wrapper put in a kernel's
+    place (a profiler's timer, functools.wraps copying the dispatcher's attributes) is left as it is."""
+    step = tg.compile(_arithmetic_chain(20), fuse=True)
+    args = [np.full((2, 3), 0.75) for _ in range(3)]
+    step(*args)  # traced: the program has not run yet
+    namespace = step.program._fn.__globals__
+    calls = {}
+
+    def counted(name, f):
+        @functools.wraps(f)
+        def call(*a):
+            calls[name] = calls.get(name, 0) + 1
+            return f(*a)
+
+        return call
+
+    names = [k for k in namespace if k.startswith("fused")]
+    assert names
+    namespace.update({k: counted(k, namespace[k]) for k in names})
+    step(*args)
+    first = dict(calls)
+    step(*args)
+    assert first and all(calls[k] == 2 * first[k] for k in first), (first, calls)
 
 
 @needs_numba

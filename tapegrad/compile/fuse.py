@@ -702,8 +702,10 @@ def entry_point(watch):
     ``python -m benchmarks.speed --fused``, the chain row); None where the calls had several types. A program's
     calls have the same types each time: its arguments' classes, shapes, dtypes and strides are its cache key,
     and its buffers and constants are its own."""
-    overloads = getattr(watch.fn, "overloads", None)
-    if len(watch.types) != 1 or overloads is None:  # several signatures, or no longer numba's dispatcher
+    from numba.core.dispatcher import Dispatcher  # noqa: PLC0415  (the jit extra)
+
+    # several signatures, or no longer numba's dispatcher (a wrapper, such as a profiler's timer, stays itself)
+    if len(watch.types) != 1 or not isinstance(watch.fn, Dispatcher):
         return None
-    found = overloads.get(next(iter(watch.types)))
+    found = watch.fn.overloads.get(next(iter(watch.types)))
     return None if found is None else found.entry_point
