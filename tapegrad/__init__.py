@@ -73,8 +73,8 @@ def stop_gradient(x):
     return x.detach() if isinstance(x, Tensor) else Tensor(x)
 
 
-# setup.cfg's version (tests/test_release.py checks that they agree; CHANGELOG.md says what each version
-# changed), a constant: reading the installed metadata cost every import a search of sys.path
+# the package's one version: setup.cfg reads it from here (`attr:`), CHANGELOG.md says what each version changed;
+# a constant, since reading the installed metadata cost every import a search of sys.path
 __version__ = "0.3.0"
 
 __all__ = [

@@ -1,5 +1,5 @@
-"""A release a user can follow: one version, in setup.cfg, which tapegrad.__version__, the changelog and the
-documentation's wheel names all give."""
+"""A release a user can follow: one version, ``tapegrad.__version__`` in tapegrad/__init__.py, which setup.cfg
+reads and the installed metadata, the changelog and the documentation's wheel names all give."""
 
 import configparser
 import importlib.metadata
@@ -12,20 +12,28 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _version() -> str:
+    """The version as tapegrad/__init__.py writes it (setup.cfg reads it from there)."""
+    source = (ROOT / "tapegrad" / "__init__.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"$', source, re.M).group(1)
+
+
+def test_setup_cfg_reads_the_version_from_the_package():
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
-    return config["metadata"]["version"]
+    assert config["metadata"]["version"] == "attr: tapegrad.__version__", (
+        "setup.cfg writes a version of its own: the package's is tapegrad.__version__ (version = attr: ...)"
+    )
 
 
 def test_the_package_reports_the_installed_version_from_its_metadata():
     installed = importlib.metadata.version("tapegrad")
     assert tapegrad.__version__ == _version(), (
-        f"tapegrad/__init__.py says __version__ = {tapegrad.__version__!r} but setup.cfg says {_version()}: "
-        "change both"
+        f"the imported tapegrad says __version__ = {tapegrad.__version__!r} but tapegrad/__init__.py says "
+        f"{_version()}: an older copy of the package is imported"
     )
     assert tapegrad.__version__ == installed
     assert installed == _version(), (
-        f"the installed metadata says {installed} but setup.cfg says {_version()}: reinstall "
+        f"the installed metadata says {installed} but tapegrad/__init__.py says {_version()}: reinstall "
         "(python -m pip install -e .) after changing the version"
     )
 
@@ -36,7 +44,7 @@ def test_the_changelog_opens_with_the_unreleased_changes_then_this_version():
     assert headings, "CHANGELOG.md has no '## [version] - date' headings"
     released = [(v, date) for v, date in headings if v != "Unreleased"]
     assert released[0][0] == _version(), (
-        f"the newest release in CHANGELOG.md is {released[0][0]}, setup.cfg says {_version()}"
+        f"the newest release in CHANGELOG.md is {released[0][0]}, tapegrad.__version__ is {_version()}"
     )
     assert all(date for _, date in released), "every released version has its date"
     assert "Unreleased" not in [v for v, _ in headings[1:]], "[Unreleased] comes first, once"
