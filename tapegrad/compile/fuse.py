@@ -412,10 +412,7 @@ def kernel_source(run, slots=None) -> str:
     names: dict = {}
     loads = []
     for j, a in enumerate(run.args):
-        shape = _shape(a)
-        lead = ndim - len(shape)
-        at = ", ".join(f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape)))
-        loads.append(f"x{j} = a{j}" + (f"[{at}]" if shape else ""))  # a 0-d one is passed as a number
+        loads.append(_load(j, a, run.shape))
         names[id(a)] = f"x{j}"
     body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
     params = [f"a{j}" for j in range(len(run.args))] + [f"o{q}" for q in range(len(run.outputs))]
@@ -466,6 +463,15 @@ def arena_slots(run, where, limit=ARENA_RUN):
     return dtype, {k: offset // dtype.itemsize for k, (dt, offset) in found.items() if dt == dtype}
 
 
+def _load(j, a, shape) -> str:
+    """``x{j} = a{j}[...]``: argument ``j`` read for the loop's element, along the axes it has of the loop's
+    ``shape`` (index 0 along those it broadcasts); a 0-d one is passed as a number."""
+    own = _shape(a)
+    lead = len(shape) - len(own)
+    at = ", ".join(f"i{lead + d}" if own[d] != 1 or shape[lead + d] == 1 else "0" for d in range(len(own)))
+    return f"x{j} = a{j}" + (f"[{at}]" if own else "")
+
+
 def _arena_source(run, slots) -> str:
     """The loop of ``run`` reading and writing the values in ``slots`` in the arena, for each row ``g`` of the
     call's ``slots``: ``slots[g, k]``, the k-th one's offset in elements (arguments, then outputs, in their
@@ -481,12 +487,7 @@ def _arena_source(run, slots) -> str:
             offsets.append(f"s{len(offsets)}")
             loads.append(f"x{j} = arena[{offsets[-1]} + f]")
         else:
-            shape = _shape(a)
-            lead = ndim - len(shape)
-            at = ", ".join(
-                f"i{lead + d}" if shape[d] != 1 or run.shape[lead + d] == 1 else "0" for d in range(len(shape))
-            )
-            loads.append(f"x{j} = a{j}" + (f"[{at}]" if shape else ""))
+            loads.append(_load(j, a, run.shape))
             params.append(f"a{j}")
         names[id(a)] = f"x{j}"
     body = [_step_line(t, n, s, names, run.numbers) for t, (n, s) in enumerate(zip(run.steps, run.scalars))]
