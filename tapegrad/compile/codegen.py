@@ -131,7 +131,7 @@ def _run_call(run, plan, src, names, value_names, placed, named):
     for o in run.outputs:
         if id(o) in slots:
             if id(o) in named:
-                lines.append((f"{value_names[id(o)]} = {_placed_name(o, plan)}", None))
+                lines.append((f"{value_names[id(o)]} = {_buffer_of(o, plan).name}", None))
             continue
         target = plan.inplace.get(id(o.step))
         buf = plan.buffer.get(id(o.step))
@@ -150,11 +150,10 @@ def _run_call(run, plan, src, names, value_names, placed, named):
     fn = names.name(load_kernel(run.source), "fused")
     run.name = fn
     args = [src(a) + ("[()]" if len(_shape(a)) == 0 else "") for a in run.args if id(a) not in slots]
-    if slots and not outs:
-        row = [slots[id(v)] for v in list(run.args) + list(run.outputs) if id(v) in slots] + list(run.shape)
-        return lines, _Group(run, (fn, _ARENA + dtype.name, *args), row)
     if slots:
         row = [slots[id(v)] for v in list(run.args) + list(run.outputs) if id(v) in slots] + list(run.shape)
+        if not outs:
+            return lines, _Group(run, (fn, _ARENA + dtype.name, *args), row)
         args = [_ARENA + dtype.name, names.name(np.array([row], dtype=np.int64), "slots")] + args
     call = f"{fn}({', '.join(args + outs)})"
     lines.append((call, _run_note(run, 1)))
@@ -190,14 +189,14 @@ class _Group:
 _ARENA = "arena_"  # the arena viewed as one dtype, for the kernels that read and write it: arena_float64
 
 
-def _offset(v, plan):
-    """The byte offset in the arena of ``v``'s memory (its planned buffer, or the value it is written over),
-    or None: an argument, a constant, an array of its own."""
+def _buffer_of(v, plan):
+    """The planned buffer ``v`` lives in (its own, or that of the value it is written over), holding it in its
+    shape and dtype; or None: an argument, a constant, an array of its own."""
     while v.step is not None:
         buf = plan.buffer.get(id(v.step))
         if buf is not None:
             root = buf.root
-            return buf.offset if root.shape == v.shape and root.dtype == v.dtype else None
+            return buf if root.shape == v.shape and root.dtype == v.dtype else None
         target = plan.inplace.get(id(v.step))
         if target is None or target.shape != v.shape or target.dtype != v.dtype:
             return None
@@ -205,11 +204,10 @@ def _offset(v, plan):
     return None
 
 
-def _placed_name(v, plan):
-    """The name of the planned buffer ``v`` lives in (see :func:`_offset`)."""
-    while id(v.step) not in plan.buffer:
-        v = plan.inplace[id(v.step)]
-    return plan.buffer[id(v.step)].name
+def _offset(v, plan):
+    """The byte offset in the arena of ``v``'s buffer (:func:`_buffer_of`), or None."""
+    buf = _buffer_of(v, plan)
+    return None if buf is None else buf.offset
 
 
 def _f_contiguous(v) -> bool:
