@@ -23,6 +23,7 @@ import pytest
 
 import tapegrad as tg
 from tapegrad import nn, optim
+from tapegrad.backend.numpy_rules import numpy_rules
 
 
 def leaf(values):
@@ -64,6 +65,24 @@ def test_a_masked_gradient_is_a_select_never_0_times_inf(n):  # item 2
     expected[1] = 0.25
     np.testing.assert_array_equal(g, expected)  # PyTorch gives 0 where relu's mask is off, not NaN
     assert not np.isnan(g_abs).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, "huge"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_a_large_select_is_where_whatever_the_cotangent_holds(dtype, bad, layout):
+    """The select's fast path multiplies by the mask, then tests the product in one pass; an inf, a NaN or a
+    value whose square overflows (the test's false alarm) must all end in ``where(cond, g, 0)``, exactly."""
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((96, 80)).astype(dtype)
+    cond = rng.random((96, 80)) > 0.5
+    spot = np.flatnonzero(~cond)[7], np.flatnonzero(cond)[3]  # one where the mask is off, one where it is on
+    g.flat[list(spot)] = np.finfo(dtype).max / 2 if bad == "huge" else bad
+    if layout == "transposed":
+        g, cond = g.T, cond.T
+    got = numpy_rules.masked(cond, g)
+    np.testing.assert_array_equal(got, np.where(cond, g, 0))
+    assert got.dtype == g.dtype
 
 
 def test_x_to_the_power_0_has_derivative_0_at_0():  # item 3

@@ -6,6 +6,8 @@ Degenerate eigenvalues and singular values are tested in tests/test_linalg.py, b
 edges.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -218,3 +220,20 @@ def test_power_is_numpys_to_the_bit_its_dtype_and_the_sign_of_zero_included(dtyp
         assert out.dtype == want.dtype
         np.testing.assert_array_equal(out, want)
         assert np.array_equal(np.signbit(out.real), np.signbit(want.real))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex128, np.int64, np.bool_])
+@pytest.mark.parametrize("shape, axis", [((), None), ((7,), None), ((0, 3), 1), ((5, 3, 4), (0, 2)), ((6, 9), -1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_mean_is_numpys_to_the_bit_and_its_dtype(dtype, shape, axis, keepdims):
+    """The mean's forward takes NumPy's own steps (sum, then divide) without its wrappers on float arrays: its
+    values and dtypes must be ``np.mean``'s, the empty slice's NaN and the other dtypes' paths included."""
+    x = (RNG.standard_normal(shape) * 1e3).astype(dtype)
+    if dtype is np.complex128:
+        x = x + 1j * RNG.standard_normal(shape)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the empty slice's mean warns in both
+        want = np.mean(x, axis=axis, keepdims=keepdims)
+        got = tg.mean(tg.Tensor(x), axis=axis, keepdims=keepdims).data
+    assert got.dtype == want.dtype and got.shape == np.shape(want)
+    np.testing.assert_array_equal(got, want)

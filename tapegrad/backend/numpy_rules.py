@@ -34,10 +34,21 @@ def masked(cond, g, out=None):
             return np.where(cond, g, 0)
         out[...] = np.where(cond, g, 0)  # a compiled program's kernels may read it from its buffer
         return out
-    out = np.multiply(g, cond, out=out)
-    if not np.isfinite(np.add.reduce(out, axis=None)):  # an inf or NaN somewhere (or a sum overflowing)
+    with np.errstate(invalid="ignore", over="ignore"):  # 0 * inf's NaN is put right below; a test's overflow too
+        out = np.multiply(g, cond, out=out)
+        finite = _finite(out)
+    if not finite:
         np.copyto(out, 0, where=np.logical_not(cond))
     return out
+
+
+def _finite(a) -> bool:
+    """False where ``a`` holds an inf or a NaN (or where its one-pass test overflows: a false alarm only costs the
+    exact path). A contiguous real array's dot with itself, a BLAS loop, is twice as fast as a sum."""
+    if a.dtype.kind == "f" and a.dtype.itemsize >= 4 and a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        return bool(np.isfinite(np.dot(flat, flat)))
+    return bool(np.isfinite(np.add.reduce(a, axis=None)))
 
 
 def scatter(g, index, shape):

@@ -1,5 +1,7 @@
 """Axis arguments, normalised once in the public functions so that rules see a sorted tuple or None."""
 
+import math
+
 import numpy as np
 
 
@@ -41,6 +43,7 @@ def reduced_shape(shape, axis):
 
 def count(shape, axis) -> int:
     """How many elements a reduction over ``axis`` combines."""
+    # math.prod: NumPy's prod is a Python-level wrapper, a few µs a call, and a reduction's rule calls it each time
     if axis is None:
-        return int(np.prod(shape, dtype=np.int64))
-    return int(np.prod([shape[i] for i in axis], dtype=np.int64))
+        return int(math.prod(shape))
+    return int(math.prod([shape[i] for i in axis]))
