@@ -249,3 +249,33 @@ def test_every_rule_namespace_computes_the_protocol_s_functions_alike():
         np.testing.assert_array_equal(got, [0.0, -1.0, 0.0], err_msg=label)
         np.testing.assert_array_equal(read(xp.getitem(wrap(g), slice(0, 1))), [1.0], err_msg=label)
         assert read(xp.astype(wrap(g), float32)).dtype == np.float32, label
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex64, np.int8, np.bool_])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"axis": 0},
+        {"axis": (0, 2), "keepdims": True},
+        {"axis": -1, "dtype": np.float64},
+        {"axis": 1, "initial": 2},
+        {"where": np.array([True, False, True, True])},
+    ],
+)
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+def test_the_plain_replays_sum_and_swapaxes_are_numpys_to_the_bit(dtype, kwargs):
+    """``numpy_rules`` takes a shorter path than ``np.sum`` and ``np.swapaxes`` for arrays: the values, dtypes and
+    shapes must stay NumPy's (small integers widen, ``dtype``, ``initial`` and ``where`` are honoured)."""
+    from tapegrad.backend.numpy_rules import numpy_rules
+
+    x = (np.random.default_rng(1).standard_normal((3, 5, 4)) * 50).astype(dtype)
+    want, got = np.sum(x, **kwargs), numpy_rules.sum(x, **kwargs)
+    assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+    np.testing.assert_array_equal(got, want)
+    out = np.empty(np.shape(want), want.dtype)
+    if not kwargs or "axis" in kwargs and "dtype" not in kwargs:
+        assert numpy_rules.sum(x, **kwargs, out=out) is out
+        np.testing.assert_array_equal(out, want)
+    for view in (x, x.tolist()):
+        np.testing.assert_array_equal(numpy_rules.swapaxes(view, 0, -1), np.swapaxes(view, 0, -1))

@@ -61,9 +61,23 @@ def scatter(g, index, shape):
     return out
 
 
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, **more):  # noqa: A001 (NumPy's name)
+    """``np.sum``: on an array, the ``np.add.reduce`` it calls (which widens small integers as it does), without
+    its Python wrapper, which costs more than the reduction on a bias's gradient (each broadcast input's, every
+    step)."""
+    if a.__class__ is np.ndarray and dtype is None and not more:
+        return np.add.reduce(a, axis=axis, out=out, keepdims=keepdims)
+    return np.sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **more)
+
+
+def swapaxes(a, axis1, axis2):
+    """``np.swapaxes``, by the array's method where it is one (the transposes of a matrix product's rules)."""
+    return a.swapaxes(axis1, axis2) if a.__class__ is np.ndarray else np.swapaxes(a, axis1, axis2)
+
+
 class _NumpyRules:
     """NumPy by its own names (any of them, looked up once and cached), plus ``astype``, ``getitem``,
-    ``masked`` and ``scatter``."""
+    ``masked`` and ``scatter``; ``sum`` and ``swapaxes`` are NumPy's with a shorter path for arrays."""
 
     name = "numpy"
 
@@ -84,6 +98,8 @@ class _NumpyRules:
 
     masked = staticmethod(masked)
     scatter = staticmethod(scatter)
+    sum = staticmethod(sum)
+    swapaxes = staticmethod(swapaxes)
 
 
 numpy_rules = _NumpyRules()
