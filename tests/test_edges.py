@@ -237,3 +237,14 @@ def test_mean_is_numpys_to_the_bit_and_its_dtype(dtype, shape, axis, keepdims):
         got = tg.mean(tg.Tensor(x), axis=axis, keepdims=keepdims).data
     assert got.dtype == want.dtype and got.shape == np.shape(want)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("axis", [None, 1])
+def test_a_float32_mean_over_more_than_2_to_the_24_elements_is_numpys_to_the_bit(axis):
+    """NumPy divides a float32 sum by its count as an intp, so in float64, then rounds: past 2**24 elements the
+    count is not a float32, and a division in float32 was an ulp off (0.49997297 for NumPy's 0.49997294)."""
+    x = np.random.default_rng(0).random((1, 2**24 + 1), dtype=np.float32)
+    want = np.mean(x, axis=axis)
+    got = tg.mean(tg.Tensor(x), axis=axis).data
+    assert got.dtype == want.dtype and got.shape == np.shape(want)
+    assert np.asarray(got).tobytes() == np.asarray(want).tobytes()

@@ -47,9 +47,11 @@ def _mean_forward(x, axis=None, keepdims=False, *, xp=np):
     # so the same bits) behind two Python-level wrappers that a loss's mean, run once a step, pays in full
     if xp is np and x.__class__ is np.ndarray and x.dtype.kind in "fc" and x.dtype.itemsize >= 4 and x.size:
         total = np.add.reduce(x, axis=axis, keepdims=keepdims)
-        n = count(x.shape, axis)
+        # an intp, as NumPy's count: a float32 sum is divided in float64, then rounded (a Python int would divide
+        # in float32, where a count past 2**24 is not exact)
+        n = np.intp(count(x.shape, axis))
         if total.__class__ is np.ndarray:
-            return np.true_divide(total, n, out=total)
+            return np.true_divide(total, n, out=total, casting="unsafe")
         return total.dtype.type(total / n)
     return xp.mean(x, axis=axis, keepdims=keepdims)
 
