@@ -32,6 +32,7 @@ import tapegrad.ops as ops
 from .._scope import functional_input
 from ..backend import backend_for
 from ..backend.numpy_rules import masked  # the eager rule's select, which takes a buffer (out=)
+from ..ops.reductions import mean_of
 from ..registry import Op
 from .graph import Const, Value
 
@@ -75,22 +76,6 @@ def gemm_update(c, a, b, alpha):
     if res.ctypes.data != c.ctypes.data:  # BLAS worked on a copy: put the result where it belongs
         np.copyto(c, res.T)
     return c
-
-
-def mean_of(x, axis, keepdims, count):
-    """``np.mean(x, axis, keepdims=keepdims)`` of a float32, float64 or complex ``x``, as NumPy computes it (the
-    sum, then a division by ``count``, NumPy's integer count of the elements), without its Python layers,
-    which cost a compiled MLP step's loss several times the sum itself (after a large GEMM, with cold caches).
-
-    >>> x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
-    >>> bool(mean_of(x, None, False, 6) == np.mean(x)), mean_of(x, (0,), True, 2).tolist()
-    (True, [[1.5, 2.5, 3.5]])
-    """
-    total = np.add.reduce(x, axis, None, None, keepdims)
-    count = np.intp(count)  # as NumPy's: a float32 sum is divided in float64, then rounded
-    if total.__class__ is np.ndarray:
-        return np.true_divide(total, count, out=total, casting="unsafe")
-    return total.dtype.type(total / count)
 
 
 def scatter_add(x, g, index):
