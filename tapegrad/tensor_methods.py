@@ -32,6 +32,7 @@ from ._batched import Batched
 from ._state import is_recording, is_traced, is_transform_argument
 from ._tensor import Tensor, update_in_place
 from .core import backward_of, register_hook
+from .core.record import method_of
 from .ops.indexing import At
 
 __all__ = ["METHODS", "PROPERTIES", "set_numpy_protocols"]
@@ -239,37 +240,48 @@ def set_numpy_protocols(array_ufunc, array_function) -> None:
     Tensor.__array_function__ = array_function
 
 
+def _reflected(f):
+    """``other <op> self`` for the function ``f`` of ``self <op> other``: ``f(other, self)``."""
+
+    def reflected(a, b):
+        return f(b, a)
+
+    reflected.reflects = f
+    reflected.__doc__ = f"``f(b, a)`` for ``{getattr(f, '__name__', f)}``: Python's reflected operator."
+    return reflected
+
+
 # Operators: Python's syntax for an op. A reflected operator swaps its operands (``2 - x`` is ``x.__rsub__(2)``).
 # fmt: off
 OPERATORS = {
     "__add__": ops.add,
-    "__radd__": lambda a, b: ops.add(b, a),            # other + self
+    "__radd__": _reflected(ops.add),                   # other + self
     "__sub__": ops.subtract,
-    "__rsub__": lambda a, b: ops.subtract(b, a),       # other - self
+    "__rsub__": _reflected(ops.subtract),              # other - self
     "__mul__": ops.multiply,
-    "__rmul__": lambda a, b: ops.multiply(b, a),       # other * self
+    "__rmul__": _reflected(ops.multiply),              # other * self
     "__truediv__": ops.divide,
-    "__rtruediv__": lambda a, b: ops.divide(b, a),     # other / self
+    "__rtruediv__": _reflected(ops.divide),            # other / self
     "__pow__": ops.power,
-    "__rpow__": lambda a, b: ops.power(b, a),          # other ** self
+    "__rpow__": _reflected(ops.power),                 # other ** self
     "__matmul__": ops.matmul,
-    "__rmatmul__": lambda a, b: ops.matmul(b, a),      # other @ self
+    "__rmatmul__": _reflected(ops.matmul),             # other @ self
     "__floordiv__": ops.floor_divide,                  # no gradient (its derivative is 0)
-    "__rfloordiv__": lambda a, b: ops.floor_divide(b, a),
+    "__rfloordiv__": _reflected(ops.floor_divide),
     "__mod__": ops.remainder,
-    "__rmod__": lambda a, b: ops.remainder(b, a),
+    "__rmod__": _reflected(ops.remainder),
     "__divmod__": _divmod,                             # (x // y, x % y)
-    "__rdivmod__": lambda a, b: _divmod(b, a),
+    "__rdivmod__": _reflected(_divmod),
     "__neg__": ops.negative,
     "__pos__": ops.positive,                           # +x, a copy
     "__abs__": ops.absolute,
     # bitwise: logical on bool tensors, bits on integer ones (no gradient)
     "__and__": ops.bitwise_and,
-    "__rand__": lambda a, b: ops.bitwise_and(b, a),
+    "__rand__": _reflected(ops.bitwise_and),
     "__or__": ops.bitwise_or,
-    "__ror__": lambda a, b: ops.bitwise_or(b, a),
+    "__ror__": _reflected(ops.bitwise_or),
     "__xor__": ops.bitwise_xor,
-    "__rxor__": lambda a, b: ops.bitwise_xor(b, a),
+    "__rxor__": _reflected(ops.bitwise_xor),
     "__invert__": ops.invert,
     "__getitem__": lambda a, index: ops.getitem(a, index=_index_of(index)),
     # comparisons: no gradient
@@ -397,7 +409,7 @@ PROPERTIES = {**_PROPERTIES, **_EXTRA_PROPERTIES}
 def bind() -> None:
     """Put every row of the tables onto :class:`Tensor` (done once, when tapegrad is imported)."""
     for name, fn in METHODS.items():
-        setattr(Tensor, name, fn)
+        setattr(Tensor, name, method_of(fn, reflects=getattr(fn, "reflects", None)))
     for name, fn in PROPERTIES.items():
         setattr(Tensor, name, property(fn, doc=fn.__doc__))
 

@@ -54,5 +54,5 @@ def test_the_changelog_opens_with_the_unreleased_changes_then_this_version():
 
 def test_the_wheel_names_in_the_docs_are_this_version():
     for page in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]:
-        for version in re.findall(r"tapegrad-(\d+\.\d+\.\d+)-py3", page.read_text()):
+        for version in re.findall(r"tapegrad-(\d+\.\d+\.\d+)-[*a-z0-9]", page.read_text()):
             assert version == _version(), f"{page.relative_to(ROOT)} names the wheel of {version}, not {_version()}"

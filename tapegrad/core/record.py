@@ -26,10 +26,11 @@ from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, Outputs, entry_died
+from .speedups import speedups
 
 __all__ = [
     "apply", "apply_several", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules",
-    "set_batching_rules", "record_batched",
+    "set_batching_rules", "record_batched", "method_of",
 ]  # fmt: skip
 
 _new_tensor = Tensor.__new__
@@ -223,9 +224,9 @@ def function_of(op):
 
         return fn
     if op.arity == 1:
-        return _unary(op)
+        return _unary(op) if speedups is None else _compiled_unary(op)
     if op.arity == 2:
-        return _binary(op)
+        return _binary(op) if speedups is None else _compiled_binary(op)
 
     def fn(*args, **params):
         return apply(op, args, params)
@@ -329,6 +330,57 @@ def _binary(op):
         return t
 
     return fn
+
+
+def _compiled_unary(op):
+    """:func:`_unary`'s ``fn`` with its fast path in C (``TAPEGRAD_SPEEDUPS=1``, :mod:`.speedups`): the same
+    entry, or None from C where the input is not NumPy's, which :func:`apply` then records."""
+    record = speedups.record_unary
+
+    def fn(x, /, *more, **params):
+        if more or params or TRACING.n:
+            return apply(op, (x, *more), params)
+        t = record(op, x)
+        return apply(op, (x,), _NO_PARAMS) if t is None else t
+
+    _COMPILED[fn] = op
+    return fn
+
+
+def _compiled_binary(op):
+    """:func:`_binary`'s ``fn`` with its fast path in C (``TAPEGRAD_SPEEDUPS=1``, :mod:`.speedups`)."""
+    record = speedups.record_binary
+
+    def fn(x, y=_MISSING, /, *more, **params):
+        if y is _MISSING or more or params or TRACING.n:
+            return apply(op, (x,) if y is _MISSING else (x, y, *more), params)
+        t = record(op, x, y)
+        return apply(op, (x, y), _NO_PARAMS) if t is None else t
+
+    _COMPILED[fn] = op
+    return fn
+
+
+_COMPILED: dict = {}  # the public functions whose fast path is compiled -> their op
+
+
+def method_of(fn, *, reflects=None):
+    """The Tensor method for ``fn``, a row of :mod:`tapegrad.tensor_methods`: ``fn`` itself, or, where its fast
+    path is compiled (``TAPEGRAD_SPEEDUPS=1``), a method that records in C without a Python frame and calls
+    ``fn`` for anything else. ``reflects``: the public function that ``fn(a, b)`` calls as ``reflects(b, a)``
+    (``__radd__``).
+
+    >>> import tapegrad as tg
+    >>> from tapegrad.core.record import method_of
+    >>> method_of(tg.less) is tg.less   # no gradient, no compiled path: the function itself
+    True
+    >>> (method_of(tg.add) is tg.add) == (not tg.core.speedups.ENABLED)
+    True
+    """
+    op = _COMPILED.get(fn if reflects is None else reflects)
+    if op is None:
+        return fn
+    return speedups.method(op, fn, op.arity, reflects is not None)
 
 
 def _start(op):
@@ -550,3 +602,17 @@ def _forward_error(op, args, err):
         return err.__class__(message)
     except TypeError:  # a subclass that needs other arguments (NumPy's ufunc errors): its standard base
         return (TypeError if isinstance(err, TypeError) else ValueError)(message)
+
+
+def bind_native(module) -> None:
+    """Hand the compiled fast paths (``module``: :mod:`tapegrad.core.native`) this module's classes and helpers,
+    which they use as the Python ones do (done on import where ``TAPEGRAD_SPEEDUPS=1``)."""
+    module.bind_recorder(
+        Tensor=Tensor, Node=Node, Entry=Entry, entry_died=entry_died, PLAIN=PLAIN, ndarray=_ndarray,
+        asarray=np.asarray, ACTIVE=ACTIVE, WATCHED=WATCHED, CLOCK=CLOCK, saved_values=saved_values,
+        forward_error=_forward_error, foreign_inputs=_foreign_inputs, NO_PARAMS=_NO_PARAMS, TRACING=TRACING,
+    )  # fmt: skip
+
+
+if speedups is not None:
+    bind_native(speedups)

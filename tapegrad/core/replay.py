@@ -42,6 +42,7 @@ from ..errors import BatchedValueError, InPlaceModificationError, TapeError, num
 from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
 from .node import ANS, EPOCH, OP, SAVED, SRCS, Node, Outputs, answers, output_node, outputs_of
+from .speedups import speedups
 
 __all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of", "cotangents"]
 
@@ -104,6 +105,8 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
     kept: list = []
     if create_graph:
         failure = _walk_recorded(entries, grads, xp, steps)
+    elif steps is None and speedups is not None:  # the same walk in C (TAPEGRAD_SPEEDUPS=1, core/speedups.py)
+        failure = speedups.walk_plain(entries, grads, xp, retain, kept)
     else:
         failure = _walk_plain(entries, grads, xp, retain, steps, kept)
     leftovers: list = []
@@ -435,3 +438,16 @@ def _as_tensors(g, ans, vals, srcs, node):
         for v, s in zip(vals, srcs)
     )
     return g, ans, vals
+
+
+def bind_native(module) -> None:
+    """Hand the compiled walk (``module``: :mod:`tapegrad.core.native`) what it calls back for all but the common
+    case (done on import where ``TAPEGRAD_SPEEDUPS=1``)."""
+    module.bind_replay(
+        Outputs=Outputs, cotangents=cotangents, check_saved=check_saved, pull=_pull, add=_add,
+        unbroadcast=unbroadcast, CLOCK=CLOCK,
+    )  # fmt: skip
+
+
+if speedups is not None:
+    bind_native(speedups)

@@ -1,0 +1,55 @@
+"""The engine's optional compiled hot path: ``TAPEGRAD_SPEEDUPS=1`` runs the recording of one- and two-input ops
+and the plain backward walk in C (``tapegrad/core/native.c``).
+
+tapegrad is pure Python, and the pure path is the default and the reference: the C functions do, step for
+step, what :func:`tapegrad.core.record.function_of`'s fast paths and :func:`tapegrad.core.replay._walk_plain`
+do, and call back into them for everything but the common case. The extension is built when the package is
+installed on a machine with a C compiler (``pip install -e .`` or ``pip install .``); where it could not be
+built, asking for it warns and the pure path runs. The choice is made once, when tapegrad is imported.
+
+    TAPEGRAD_SPEEDUPS=1 python examples/linear_regression.py   # with the compiled hot path
+    python -c "import tapegrad.core.speedups as s; print(s.ENABLED)"
+
+>>> import tapegrad.core.speedups as speedups
+>>> speedups.ENABLED == (speedups.ASKED and speedups.built() is not None)   # asked for, and built
+True
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+__all__ = ["ENABLED", "ASKED", "speedups", "built"]
+
+ASKED = os.environ.get("TAPEGRAD_SPEEDUPS", "").strip() not in ("", "0")
+
+
+try:
+    import tapegrad.core.native as native
+except ImportError:  # not built: there was no C compiler when the package was installed
+    native = None
+
+
+def built():
+    """The compiled module, or None where it was not built (no C compiler when the package was installed)."""
+    return native
+
+
+def _load():
+    if not ASKED:
+        return None
+    module = built()
+    if module is None:
+        warnings.warn(
+            "TAPEGRAD_SPEEDUPS=1, but tapegrad's compiled hot path (tapegrad.core.native) was not built: "
+            "the pure-Python engine runs. Reinstall with a C compiler present (python -m pip install -e .) "
+            "to build it, or unset TAPEGRAD_SPEEDUPS",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return module
+
+
+speedups = _load()  # the module the engine calls, or None: the pure path
+ENABLED = speedups is not None
