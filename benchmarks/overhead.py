@@ -63,14 +63,17 @@ def load_ref(ref: str, where: pathlib.Path):
     return import_renamed(sources, where, "tapegrad_" + "".join(c if c.isalnum() else "_" for c in ref))
 
 
-def import_renamed(sources: dict, where: pathlib.Path, name: str):
+def import_renamed(sources: dict, where: pathlib.Path, name: str, binaries: dict | None = None):
     """Write a ``tapegrad`` package's modules (relative path -> source bytes) under ``where`` as package ``name``
     and import it, beside this tree's ``tapegrad``: its absolute imports of itself (``import tapegrad.ops as
-    ops``) are rewritten to load its own modules, not this tree's."""
+    ops``) are rewritten to load its own modules, not this tree's. ``binaries``: files copied as they are (a
+    compiled extension module, relative path -> bytes)."""
     for path, source in sources.items():
         target = where / name / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(re.sub(rb"^(\s*(?:import|from) )tapegrad\b", rb"\1" + name.encode(), source, flags=re.M))
+    for path, data in (binaries or {}).items():
+        (where / name / path).write_bytes(data)
     sys.path.insert(0, str(where))
     return importlib.import_module(name)
 

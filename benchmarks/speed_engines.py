@@ -60,6 +60,41 @@ def _tapegrad():
     return tg.Tensor, tg.tanh, tg.relu, tg.record
 
 
+_NATIVE = []  # this tree's tapegrad again, with its compiled hot path (imported once, on first use)
+
+
+def _tapegrad_native():
+    """This tree's ``tapegrad`` imported a second time, as ``tapegrad_native``, with ``TAPEGRAD_SPEEDUPS=1``
+    (tapegrad/core/speedups.py): the same code with its hot path in C, timed beside the pure one in one process."""
+    if not _NATIVE:
+        import atexit
+        import os
+        import shutil
+        import tempfile
+
+        import tapegrad
+        from benchmarks.overhead import import_renamed
+
+        package = pathlib.Path(tapegrad.__file__).parent
+        sources = {p.relative_to(package): p.read_bytes() for p in package.rglob("*.py")}
+        binaries = {p.relative_to(package): p.read_bytes() for p in package.rglob("native*.so")}
+        where = pathlib.Path(tempfile.mkdtemp(prefix="tapegrad-native-"))
+        atexit.register(shutil.rmtree, where, True)
+        asked = os.environ.get("TAPEGRAD_SPEEDUPS")
+        os.environ["TAPEGRAD_SPEEDUPS"] = "1"
+        try:
+            tg = import_renamed(sources, where, "tapegrad_native", binaries)
+        finally:
+            if asked is None:
+                del os.environ["TAPEGRAD_SPEEDUPS"]
+            else:
+                os.environ["TAPEGRAD_SPEEDUPS"] = asked
+        assert tg.core.speedups.ENABLED, "tapegrad_native imported without its compiled hot path"
+        _NATIVE.append(tg)
+    tg = _NATIVE[0]
+    return tg.Tensor, tg.tanh, tg.relu, tg.record
+
+
 def _nodegraph():
     import contextlib
 
@@ -320,6 +355,14 @@ ENGINES = {
     "numpy-tight": Engine("numpy-tight", None, None, None, numpy_mlp_tight),
     "tapegrad": Engine(
         "tapegrad", "tapegrad", _tensor_chain(_tapegrad), _tensor_fanout(_tapegrad), _tensor_mlp(_tapegrad)
+    ),
+    "tapegrad-native": Engine(
+        "tapegrad-native",
+        "tapegrad.core.native",
+        _tensor_chain(_tapegrad_native),
+        _tensor_fanout(_tapegrad_native),
+        _tensor_mlp(_tapegrad_native),
+        "tapegrad's compiled hot path is not built: python -m pip install -e . with a C compiler present",
     ),
     "nodegraph": Engine(
         "nodegraph",
