@@ -20,10 +20,10 @@
 static PyObject *Tensor, *Node, *Entry, *entry_died, *PLAIN, *ndarray, *asarray, *ACTIVE, *WATCHED, *CLOCK;
 static PyObject *saved_values, *forward_error, *foreign_inputs, *NO_PARAMS, *TRACING;
 /* -- what replay.py hands over ----------------------------------------------------------------------------- */
-static PyObject *Outputs, *cotangents, *check_saved, *pull, *add, *unbroadcast;
+static PyObject *Outputs, *cotangents, *check_saved, *pull, *add, *unbroadcast, *IN_PLACE_FROM;
 
 static PyObject *s_data, *s_grad, *s_requires_grad, *s_node, *s_tape, *s_rec, *s_ref, *s_append, *s_forward;
-static PyObject *s_n, *s_save, *s_save_ans, *s_nosave, *s_broadcast, *s_shape, *s_tick, *s_joint, *s_vjps, *s_pop;
+static PyObject *s_n, *s_size, *s_save, *s_save_ans, *s_nosave, *s_broadcast, *s_shape, *s_tick, *s_joint, *s_vjps, *s_pop;
 
 /* A __slots__ field read and written at its offset (what the member descriptor does, without finding it),
  * for an object of exactly the class it was found on; anything else goes through getattr. */
@@ -128,7 +128,7 @@ static PyObject *bind_replay(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     HANDED(Outputs); HANDED(cotangents); HANDED(check_saved); HANDED(pull); HANDED(add); HANDED(unbroadcast);
-    HANDED(CLOCK);
+    HANDED(CLOCK); HANDED(IN_PLACE_FROM);
     Py_RETURN_NONE;
 }
 
@@ -709,6 +709,24 @@ static PyObject *call_rule(PyObject *vjp, PyObject *xp, PyObject *g, PyObject *a
     return result;
 }
 
+/* replay._add: a small cotangent's further contribution makes a new array here (the common case of a leaf
+ * used many times); a large one goes to replay._add, which may add in place. */
+static int add_into(PyObject *grads, PyObject *key, PyObject *old, PyObject *g) {
+    PyObject *size = PyObject_GetAttr(old, s_size);
+    int small = size == NULL ? -1 : PyObject_RichCompareBool(size, IN_PLACE_FROM, Py_LT);
+    Py_XDECREF(size);
+    if (small < 0) return -1;
+    if (small) {
+        PyObject *sum = PyNumber_Add(old, g);
+        int status = sum == NULL ? -1 : PyDict_SetItem(grads, key, sum);
+        Py_XDECREF(sum);
+        return status;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(add, grads, key, old, g, NULL);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
 /* One entry's rules for the inputs that need a gradient, each result summed back to its input's shape and
  * added into the input's cotangent (replay._walk_plain's inner loop). */
 static int run_rules(PyObject *op, PyObject *xp, PyObject *g, PyObject *ans, PyObject *srcs, PyObject *vals,
@@ -760,10 +778,8 @@ static int run_rules(PyObject *op, PyObject *xp, PyObject *g, PyObject *ans, PyO
             status = PyErr_Occurred() ? -1 : PyDict_SetItem(grads, src, gi);
         } else { /* a further contribution; held as the Python holds it (replay._add counts references) */
             Py_INCREF(old);
-            PyObject *r = PyObject_CallFunctionObjArgs(add, grads, src, old, gi, NULL);
+            status = add_into(grads, src, old, gi);
             Py_DECREF(old);
-            status = r == NULL ? -1 : 0;
-            Py_XDECREF(r);
         }
         Py_DECREF(src);
         Py_DECREF(gi);
@@ -954,6 +970,7 @@ PyMODINIT_FUNC PyInit_native(void) {
     INTERN(s_vjps, "vjps");
     INTERN(s_pop, "pop");
     INTERN(s_n, "n");
+    INTERN(s_size, "size");
     if (PyType_Ready(&MethodType) < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -274,11 +274,14 @@ def _pull(op, xp, g, ans, vals, rec, grads, recorded):
         i += 1
 
 
+IN_PLACE_FROM = 1024  # elements: a smaller cotangent gets a new array for a further contribution (_add)
+
+
 def _add(grads, key, old, g):
     """Add a further contribution ``g`` to the cotangent ``old`` stored under ``key``, on a plain replay."""
     # Small: a new array costs less than the checks. Large: add in place into a buffer nothing else holds (the
     # dict, the caller's local and ours, getrefcount's argument), as PyTorch's AccumulateGrad steals buffers.
-    if old.size < 1024:
+    if old.size < IN_PLACE_FROM:
         grads[key] = old + g
         return
     if old.__class__ is np.ndarray and g.__class__ is np.ndarray and old.base is None and _getrefcount(old) <= 4:
@@ -445,7 +448,7 @@ def bind_native(module) -> None:
     case (done on import where ``TAPEGRAD_SPEEDUPS=1``)."""
     module.bind_replay(
         Outputs=Outputs, cotangents=cotangents, check_saved=check_saved, pull=_pull, add=_add,
-        unbroadcast=unbroadcast, CLOCK=CLOCK,
+        unbroadcast=unbroadcast, CLOCK=CLOCK, IN_PLACE_FROM=IN_PLACE_FROM,
     )  # fmt: skip
 
 
