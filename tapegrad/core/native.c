@@ -915,7 +915,7 @@ fail: {
     PyErr_NormalizeException(&type, &value, &tb);
     if (tb != NULL) PyException_SetTraceback(value, tb);
     PyObject *where = PyLong_FromSsize_t(idx);
-    PyObject *result = where == NULL ? NULL : PyTuple_Pack(3, where, op, value);
+    PyObject *result = where == NULL ? NULL : PyTuple_Pack(3, where, op, value ? value : Py_None);
     Py_XDECREF(where);
     Py_XDECREF(type);
     Py_XDECREF(value);
