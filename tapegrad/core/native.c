@@ -338,50 +338,6 @@ static PyObject *make_record(PyObject *op, PyObject *datas, PyObject *srcs, PyOb
     return rec;
 }
 
-/* record._unary's fn after its guard: record_unary(op, x) -> the tensor, or None where apply() must run. */
-static PyObject *unary(PyObject *op, PyObject *x) {
-    PyObject *owned, *t = NULL, *out = NULL, *active = NULL, *top = NULL, *src = NULL, *rec = NULL;
-    PyObject *srcs = NULL, *datas = NULL;
-    PyObject *dx = data_of(x, &owned);
-    if (dx == NULL) return NULL;
-    int plain = PySet_Contains(PLAIN, (PyObject *)Py_TYPE(dx));
-    if (plain <= 0) {
-        Py_XDECREF(owned);
-        if (plain < 0) return NULL;
-        Py_RETURN_NONE;
-    }
-    out = run_forward(op, &dx, 1, &x);
-    if (out == NULL) goto fail;
-    t = new_tensor(out);
-    if (t == NULL) goto fail;
-    int any = active_tapes(&active, &top);
-    if (any < 0) goto fail;
-    int needs = key_of(x, &src);
-    if (needs < 0) goto fail;
-    if (!any || src == NULL || !needs) goto done;
-    int is_foreign;
-    if (foreign(src, x, top, &is_foreign) < 0) goto fail;
-    srcs = PyTuple_Pack(1, src);
-    datas = srcs == NULL ? NULL : PyTuple_Pack(1, dx);
-    if (datas == NULL || (is_foreign && report_foreign(op, srcs, top, active) < 0)) goto fail;
-    rec = make_record(op, datas, srcs, out, Py_None, 1);
-    if (rec == NULL) goto fail;
-    if (append_entries(t, rec, active, top) < 0) goto fail;
-done:
-    Py_XDECREF(owned);
-    Py_XDECREF(out);
-    Py_XDECREF(active);
-    Py_XDECREF(top);
-    Py_XDECREF(src);
-    Py_XDECREF(rec);
-    Py_XDECREF(srcs);
-    Py_XDECREF(datas);
-    return t;
-fail:
-    Py_CLEAR(t);
-    goto done;
-}
-
 static int shape_differs(PyObject *d, PyObject *oshape) {
     PyObject *shape = PyObject_GetAttr(d, s_shape);
     if (shape == NULL) return -1;
@@ -423,62 +379,60 @@ static PyObject *broadcast_shapes(PyObject *op, PyObject *out, PyObject *dx, PyO
     return shapes;
 }
 
-/* record._binary's fn after its guard: record_binary(op, x, y) -> the tensor, or None where apply() must run. */
-static PyObject *binary(PyObject *op, PyObject *x, PyObject *y) {
-    PyObject *ownx, *owny = NULL, *t = NULL, *out = NULL, *active = NULL, *top = NULL, *sx = NULL, *sy = NULL;
-    PyObject *rec = NULL, *shapes = NULL, *srcs = NULL, *datas = NULL;
-    PyObject *dx = data_of(x, &ownx);
-    if (dx == NULL) return NULL;
-    PyObject *dy = data_of(y, &owny);
-    if (dy == NULL) goto fail;
-    int plain = PySet_Contains(PLAIN, (PyObject *)Py_TYPE(dx));
-    if (plain > 0) plain = PySet_Contains(PLAIN, (PyObject *)Py_TYPE(dy));
-    if (plain < 0) goto fail;
-    if (!plain) {
-        Py_XDECREF(ownx);
-        Py_XDECREF(owny);
-        Py_RETURN_NONE;
+/* record._unary's and record._binary's fn after their guard, for the n (1 or 2) inputs xs: the tensor, or None
+ * where apply() must run (an input that is not NumPy's). */
+static PyObject *record_inputs(PyObject *op, PyObject *const *xs, Py_ssize_t n) {
+    PyObject *owned[2] = {NULL, NULL}, *datas[2] = {NULL, NULL}, *keys[2] = {NULL, NULL};
+    PyObject *t = NULL, *out = NULL, *active = NULL, *top = NULL, *srcs = NULL, *saved = NULL, *shapes = NULL;
+    PyObject *rec = NULL;
+    int needs[2] = {0, 0}, foreign_input = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        datas[i] = data_of(xs[i], &owned[i]);
+        if (datas[i] == NULL) goto fail;
+        int plain = PySet_Contains(PLAIN, (PyObject *)Py_TYPE(datas[i]));
+        if (plain < 0) goto fail;
+        if (!plain) {
+            t = Py_NewRef(Py_None);
+            goto done;
+        }
     }
-    {
-        PyObject *datas[2] = {dx, dy};
-        PyObject *inputs[2] = {x, y};
-        out = run_forward(op, datas, 2, inputs);
-    }
+    out = run_forward(op, datas, n, xs);
     if (out == NULL) goto fail;
     t = new_tensor(out);
     if (t == NULL) goto fail;
     int any = active_tapes(&active, &top);
     if (any < 0) goto fail;
-    int bx = key_of(x, &sx);
-    if (bx < 0) goto fail;
-    int by = key_of(y, &sy);
-    if (by < 0) goto fail;
-    bx = bx && sx != NULL;
-    by = by && sy != NULL;
-    if (!any || !(bx || by)) goto done;
-    int fx = 0, fy = 0;
-    if (bx && foreign(sx, x, top, &fx) < 0) goto fail;
-    if (by && foreign(sy, y, top, &fy) < 0) goto fail;
-    srcs = PyTuple_Pack(2, sx ? sx : Py_None, sy ? sy : Py_None);
-    datas = srcs == NULL ? NULL : PyTuple_Pack(2, dx, dy);
-    if (datas == NULL || ((fx || fy) && report_foreign(op, srcs, top, active) < 0)) goto fail;
-    shapes = broadcast_shapes(op, out, dx, dy, bx, by);
+    for (Py_ssize_t i = 0; i < n; i++) { /* a node (recorded), the leaf itself, or none (a constant) */
+        int needed = key_of(xs[i], &keys[i]);
+        if (needed < 0) goto fail;
+        needs[i] = needed && keys[i] != NULL;
+    }
+    if (!any || !(needs[0] || needs[1])) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int is_foreign = 0;
+        if (needs[i] && foreign(keys[i], xs[i], top, &is_foreign) < 0) goto fail;
+        foreign_input |= is_foreign;
+    }
+    srcs = n == 1 ? PyTuple_Pack(1, keys[0] ? keys[0] : Py_None)
+                  : PyTuple_Pack(2, keys[0] ? keys[0] : Py_None, keys[1] ? keys[1] : Py_None);
+    saved = srcs == NULL ? NULL : (n == 1 ? PyTuple_Pack(1, datas[0]) : PyTuple_Pack(2, datas[0], datas[1]));
+    if (saved == NULL || (foreign_input && report_foreign(op, srcs, top, active) < 0)) goto fail;
+    shapes = n == 1 ? Py_NewRef(Py_None) : broadcast_shapes(op, out, datas[0], datas[1], needs[0], needs[1]);
     if (shapes == NULL) goto fail;
-    rec = make_record(op, datas, srcs, out, shapes, bx | by << 1);
-    if (rec == NULL) goto fail;
-    if (append_entries(t, rec, active, top) < 0) goto fail;
+    rec = make_record(op, saved, srcs, out, shapes, needs[0] | needs[1] << 1);
+    if (rec == NULL || append_entries(t, rec, active, top) < 0) goto fail;
 done:
-    Py_XDECREF(ownx);
-    Py_XDECREF(owny);
+    for (Py_ssize_t i = 0; i < 2; i++) {
+        Py_XDECREF(owned[i]);
+        Py_XDECREF(keys[i]);
+    }
     Py_XDECREF(out);
     Py_XDECREF(active);
     Py_XDECREF(top);
-    Py_XDECREF(sx);
-    Py_XDECREF(sy);
-    Py_XDECREF(rec);
-    Py_XDECREF(shapes);
     Py_XDECREF(srcs);
-    Py_XDECREF(datas);
+    Py_XDECREF(saved);
+    Py_XDECREF(shapes);
+    Py_XDECREF(rec);
     return t;
 fail:
     Py_CLEAR(t);
@@ -490,7 +444,7 @@ static PyObject *record_unary(PyObject *self, PyObject *const *argv, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "record_unary(op, x)");
         return NULL;
     }
-    return unary(argv[0], argv[1]);
+    return record_inputs(argv[0], argv + 1, 1);
 }
 
 static PyObject *record_binary(PyObject *self, PyObject *const *argv, Py_ssize_t nargs) {
@@ -498,7 +452,7 @@ static PyObject *record_binary(PyObject *self, PyObject *const *argv, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "record_binary(op, x, y)");
         return NULL;
     }
-    return binary(argv[0], argv[1], argv[2]);
+    return record_inputs(argv[0], argv + 1, 2);
 }
 
 /* -- Tensor methods -----------------------------------------------------------------------------------------
@@ -529,8 +483,8 @@ static PyObject *method_call(PyObject *callable, PyObject *const *args, size_t n
         int on = tracing();
         if (on < 0) return NULL;
         if (!on) {
-            PyObject *t = m->arity == 1 ? unary(m->op, args[0])
-                                        : (m->reflected ? binary(m->op, args[1], args[0]) : binary(m->op, args[0], args[1]));
+            PyObject *swapped[2] = {args[nargs - 1], args[0]};
+            PyObject *t = record_inputs(m->op, m->reflected ? swapped : args, m->arity);
             if (t != Py_None) return t;
             Py_DECREF(t);
         }
