@@ -5,7 +5,7 @@
   combination (Python or C recording, Python or C walk).
 - Errors: a failed forward raises what the Python raises, and after it the tape goes on.
 - The engine's own tests run again in a process with ``TAPEGRAD_SPEEDUPS=1``.
-- Asking for it where it was not built warns and runs the pure path.
+- Asking for it where it was not built, or was built from an older ``native.c``, warns and runs the pure path.
 
 Where the extension is not built (no C compiler when the package was installed) these tests are skipped, except
 under CI with a C compiler, where a missing build fails.
@@ -18,6 +18,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -231,9 +232,19 @@ def test_the_engines_tests_pass_with_the_compiled_hot_path():
     assert " passed" in done.stdout
 
 
-def test_asking_for_it_where_it_was_not_built_warns_and_the_pure_path_runs():
+@pytest.mark.parametrize(
+    "stand_in, why",
+    [
+        ("None", "was not built"),
+        ("types.SimpleNamespace(SOURCE='0' * 16)", "was built from an older tapegrad/core/native.c"),
+    ],
+    ids=["not built", "stale"],
+)
+def test_asking_for_it_where_it_was_not_built_or_is_stale_warns_and_the_pure_path_runs(stand_in, why):
     code = (
-        "import sys, warnings; sys.modules['tapegrad.core.native'] = None; warnings.simplefilter('error')\n"
+        "import sys, types, warnings\n"
+        f"sys.modules['tapegrad.core.native'] = {stand_in}\n"
+        "warnings.simplefilter('error')\n"
         "try:\n    import tapegrad\nexcept RuntimeWarning as w:\n    print('warned:', w)\n"
         "warnings.simplefilter('ignore'); import tapegrad as tg, tapegrad.core.speedups as s\n"
         "x = tg.Tensor([1.0], requires_grad=True)\n"
@@ -243,5 +254,11 @@ def test_asking_for_it_where_it_was_not_built_warns_and_the_pure_path_runs():
     env = {**os.environ, "TAPEGRAD_SPEEDUPS": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "warned: TAPEGRAD_SPEEDUPS=1, but tapegrad's compiled hot path" in done.stdout
+    assert f"warned: TAPEGRAD_SPEEDUPS=1, but tapegrad's compiled hot path (tapegrad.core.native) {why}" in done.stdout
     assert done.stdout.strip().endswith("False [2.0]")
+
+
+@needs_native
+def test_the_build_here_is_of_the_source_beside_it():
+    assert not speedups.stale(native), "tapegrad/core/native.c changed since the last install: pip install -e ."
+    assert speedups.stale(types.SimpleNamespace(SOURCE="0" * 16))

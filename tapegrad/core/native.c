@@ -16,6 +16,11 @@
 #include <Python.h>
 #include <structmember.h>
 
+/* the digest of this file when it was built (setup.py), which core/speedups.py compares with the file beside it */
+#ifndef TAPEGRAD_NATIVE_SOURCE
+#define TAPEGRAD_NATIVE_SOURCE "unknown"
+#endif
+
 /* -- what record.py hands over ----------------------------------------------------------------------------- */
 static PyObject *Tensor, *Node, *Entry, *entry_died, *PLAIN, *ndarray, *asarray, *ACTIVE, *WATCHED, *CLOCK;
 static PyObject *saved_values, *forward_error, *foreign_inputs, *NO_PARAMS, *TRACING;
@@ -926,5 +931,7 @@ PyMODINIT_FUNC PyInit_native(void) {
     INTERN(s_n, "n");
     INTERN(s_size, "size");
     if (PyType_Ready(&MethodType) < 0) return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddStringConstant(m, "SOURCE", TAPEGRAD_NATIVE_SOURCE) < 0) Py_CLEAR(m);
+    return m;
 }

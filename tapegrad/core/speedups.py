@@ -17,10 +17,12 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pathlib
 import warnings
 
-__all__ = ["ENABLED", "ASKED", "speedups", "built"]
+__all__ = ["ENABLED", "ASKED", "speedups", "built", "stale"]
 
 ASKED = os.environ.get("TAPEGRAD_SPEEDUPS", "").strip() not in ("", "0")
 
@@ -36,18 +38,29 @@ def built():
     return native
 
 
+def stale(module) -> bool:
+    """Whether ``module`` was built from another ``native.c`` than the one beside this file (a checkout changed
+    since its last install); an installed wheel has no source beside it and is never stale."""
+    source = pathlib.Path(__file__).with_name("native.c")
+    if not source.exists():
+        return False
+    return getattr(module, "SOURCE", None) != hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+
+
 def _load():
     if not ASKED:
         return None
     module = built()
-    if module is None:
+    if module is None or stale(module):
+        why = "was not built" if module is None else "was built from an older tapegrad/core/native.c"
         warnings.warn(
-            "TAPEGRAD_SPEEDUPS=1, but tapegrad's compiled hot path (tapegrad.core.native) was not built: "
-            "the pure-Python engine runs. Reinstall with a C compiler present (python -m pip install -e .) "
-            "to build it, or unset TAPEGRAD_SPEEDUPS",
+            f"TAPEGRAD_SPEEDUPS=1, but tapegrad's compiled hot path (tapegrad.core.native) {why}: the pure-Python "
+            "engine runs. Reinstall with a C compiler present (python -m pip install -e .) to build it, or unset "
+            "TAPEGRAD_SPEEDUPS",
             RuntimeWarning,
             stacklevel=3,
         )
+        return None
     return module
 
 
