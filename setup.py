@@ -1,4 +1,4 @@
-"""The one thing setup.cfg cannot declare: the engine's optional compiled hot path (tapegrad/core/speedups.py).
+"""The one thing setup.cfg cannot declare: the engine's optional compiled hot path (tapegrad/speedups.py).
 
 It is built where a C compiler is and skipped where none is (``optional``); the engine uses it only with
 ``TAPEGRAD_SPEEDUPS=1``. The module carries a digest of the source it was built from (``native.SOURCE``), so that

@@ -65,7 +65,7 @@ _NATIVE = []  # this tree's tapegrad again, with its compiled hot path (imported
 
 def _tapegrad_native():
     """This tree's ``tapegrad`` imported a second time, as ``tapegrad_native``, with ``TAPEGRAD_SPEEDUPS=1``
-    (tapegrad/core/speedups.py): the same code with its hot path in C, timed beside the pure one in one process."""
+    (tapegrad/speedups.py): the same code with its hot path in C, timed beside the pure one in one process."""
     if not _NATIVE:
         import atexit
         import os
@@ -89,7 +89,7 @@ def _tapegrad_native():
                 del os.environ["TAPEGRAD_SPEEDUPS"]
             else:
                 os.environ["TAPEGRAD_SPEEDUPS"] = asked
-        assert tg.core.speedups.ENABLED, "tapegrad_native imported without its compiled hot path"
+        assert tg.speedups.ENABLED, "tapegrad_native imported without its compiled hot path"
         _NATIVE.append(tg)
     tg = _NATIVE[0]
     return tg.Tensor, tg.tanh, tg.relu, tg.record

@@ -31,6 +31,9 @@ import numpy as np
 
 from .core.record import apply_nondiff, function_of
 
+# TAPEGRAD_SPEEDUPS=1: the compiled hot path is bound into the core before any op is made
+from .speedups import ENABLED as _SPEEDUPS  # noqa: F401
+
 __all__ = ["Op", "defop", "defnondiff", "REGISTRY", "NONDIFF"]
 
 REGISTRY: dict[str, Op] = {}

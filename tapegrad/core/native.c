@@ -5,7 +5,7 @@
  * for step, and nothing more. The common case runs here; everything else (an input that is not a NumPy array,
  * an op with several outputs, a joint rule, an in-place check, a further contribution to a cotangent) calls
  * back into the Python helpers that core/record.py and core/replay.py hand over (bind_recorder, bind_replay).
- * It is used only when asked for (TAPEGRAD_SPEEDUPS=1, see core/speedups.py), and the test suite runs the
+ * It is used only when asked for (TAPEGRAD_SPEEDUPS=1, see tapegrad/speedups.py), and the test suite runs the
  * engine's tests both ways (tests/test_speedups.py).
  *
  * References follow the Python: a value the Python holds in a local is held here too, for as long, because
@@ -16,7 +16,7 @@
 #include <Python.h>
 #include <structmember.h>
 
-/* the digest of this file when it was built (setup.py), which core/speedups.py compares with the file beside it */
+/* the digest of this file when it was built (setup.py), which tapegrad/speedups.py compares with this file */
 #ifndef TAPEGRAD_NATIVE_SOURCE
 #define TAPEGRAD_NATIVE_SOURCE "unknown"
 #endif
@@ -566,7 +566,7 @@ static PyTypeObject MethodType = {
     .tp_traverse = method_traverse,
     .tp_clear = method_clear,
     .tp_dealloc = method_dealloc,
-    .tp_doc = "A Tensor method that is an op of one or two inputs, recorded in C (core/speedups.py).",
+    .tp_doc = "A Tensor method that is an op of one or two inputs, recorded in C (tapegrad/speedups.py).",
 };
 
 /* method(op, function, arity, reflected) */

@@ -26,11 +26,10 @@ from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
 from ..errors import NestedTensorError, TapeLeakWarning, warn_once
 from .node import Entry, Node, Outputs, entry_died
-from .speedups import speedups
 
 __all__ = [
     "apply", "apply_several", "function_of", "apply_nondiff", "saved_values", "set_tangent_rules",
-    "set_batching_rules", "record_batched", "method_of",
+    "set_batching_rules", "record_batched", "method_of", "bind_native", "set_native",
 ]  # fmt: skip
 
 _new_tensor = Tensor.__new__
@@ -40,6 +39,7 @@ _get_watched = WATCHED.get
 _NOTHING = frozenset()
 _NO_PARAMS = MappingProxyType({})  # the parameters of an op called without any (shared, so read-only)
 _MISSING = object()  # an argument not given
+_NATIVE = [None]  # the slot for the compiled fast paths (tapegrad.core.native), filled by tapegrad.speedups
 _TANGENTS = [None]  # the slot for forward mode: fn(levels, op, args, params, out), filled by tapegrad.forward
 
 
@@ -224,9 +224,9 @@ def function_of(op):
 
         return fn
     if op.arity == 1:
-        return _unary(op) if speedups is None else _compiled_unary(op)
+        return _unary(op) if _NATIVE[0] is None else _compiled_unary(op, _NATIVE[0])
     if op.arity == 2:
-        return _binary(op) if speedups is None else _compiled_binary(op)
+        return _binary(op) if _NATIVE[0] is None else _compiled_binary(op, _NATIVE[0])
 
     def fn(*args, **params):
         return apply(op, args, params)
@@ -332,10 +332,10 @@ def _binary(op):
     return fn
 
 
-def _compiled_unary(op):
-    """:func:`_unary`'s ``fn`` with its fast path in C (``TAPEGRAD_SPEEDUPS=1``, :mod:`.speedups`): the same
-    entry, or None from C where the input is not NumPy's, which :func:`apply` then records."""
-    record = speedups.record_unary
+def _compiled_unary(op, native):
+    """:func:`_unary`'s ``fn`` with its fast path in C (``native``, ``TAPEGRAD_SPEEDUPS=1``): the same entry, or
+    None from C where the input is not NumPy's, which :func:`apply` then records."""
+    record = native.record_unary
 
     def fn(x, /, *more, **params):
         if more or params or TRACING.n:
@@ -347,9 +347,9 @@ def _compiled_unary(op):
     return fn
 
 
-def _compiled_binary(op):
-    """:func:`_binary`'s ``fn`` with its fast path in C (``TAPEGRAD_SPEEDUPS=1``, :mod:`.speedups`)."""
-    record = speedups.record_binary
+def _compiled_binary(op, native):
+    """:func:`_binary`'s ``fn`` with its fast path in C (``native``, ``TAPEGRAD_SPEEDUPS=1``)."""
+    record = native.record_binary
 
     def fn(x, y=_MISSING, /, *more, **params):
         if y is _MISSING or more or params or TRACING.n:
@@ -374,13 +374,13 @@ def method_of(fn, *, reflects=None):
     >>> from tapegrad.core.record import method_of
     >>> method_of(tg.less) is tg.less   # no gradient, no compiled path: the function itself
     True
-    >>> (method_of(tg.add) is tg.add) == (not tg.core.speedups.ENABLED)
+    >>> (method_of(tg.add) is tg.add) == (not tg.speedups.ENABLED)
     True
     """
     op = _COMPILED.get(fn if reflects is None else reflects)
     if op is None:
         return fn
-    return speedups.method(op, fn, op.arity, reflects is not None)
+    return _NATIVE[0].method(op, fn, op.arity, reflects is not None)
 
 
 def _start(op):
@@ -605,8 +605,8 @@ def _forward_error(op, args, err):
 
 
 def bind_native(module) -> None:
-    """Hand the compiled fast paths (``module``: :mod:`tapegrad.core.native`) this module's classes and helpers,
-    which they use as the Python ones do (done on import where ``TAPEGRAD_SPEEDUPS=1``)."""
+    """Hand the compiled fast paths (``module``: :mod:`tapegrad.core.native`) this module's classes and helpers, which
+    they use as the Python ones do."""
     module.bind_recorder(
         Tensor=Tensor, Node=Node, Entry=Entry, entry_died=entry_died, PLAIN=PLAIN, ndarray=_ndarray,
         asarray=np.asarray, ACTIVE=ACTIVE, WATCHED=WATCHED, CLOCK=CLOCK, saved_values=saved_values,
@@ -614,5 +614,8 @@ def bind_native(module) -> None:
     )  # fmt: skip
 
 
-if speedups is not None:
-    bind_native(speedups)
+def set_native(module) -> None:
+    """Record with the compiled fast paths of ``module`` from now on (``TAPEGRAD_SPEEDUPS=1``): :mod:`tapegrad.speedups`
+    calls this on import, before any op is made; the engine never imports it."""
+    bind_native(module)
+    _NATIVE[0] = module

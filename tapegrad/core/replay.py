@@ -42,12 +42,12 @@ from ..errors import BatchedValueError, InPlaceModificationError, TapeError, num
 from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
 from .node import ANS, EPOCH, OP, SAVED, SRCS, Node, Outputs, answers, output_node, outputs_of
-from .speedups import speedups
 
 __all__ = ["replay", "Outcome", "set_differentiable_rules", "check_saved", "key_of", "cotangents"]
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
+_NATIVE = [None]  # the slot for the compiled walk (tapegrad.core.native), filled by tapegrad.speedups
 _rules = {"differentiable": None}  # the namespace of tapegrad ops rules use on a recorded replay
 
 
@@ -105,8 +105,8 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
     kept: list = []
     if create_graph:
         failure = _walk_recorded(entries, grads, xp, steps)
-    elif steps is None and speedups is not None:  # the same walk in C (TAPEGRAD_SPEEDUPS=1, core/speedups.py)
-        failure = speedups.walk_plain(entries, grads, xp, retain, kept)
+    elif steps is None and _NATIVE[0] is not None:  # the same walk in C (TAPEGRAD_SPEEDUPS=1, tapegrad.speedups)
+        failure = _NATIVE[0].walk_plain(entries, grads, xp, retain, kept)
     else:
         failure = _walk_plain(entries, grads, xp, retain, steps, kept)
     leftovers: list = []
@@ -445,12 +445,15 @@ def _as_tensors(g, ans, vals, srcs, node):
 
 def bind_native(module) -> None:
     """Hand the compiled walk (``module``: :mod:`tapegrad.core.native`) what it calls back for all but the common
-    case (done on import where ``TAPEGRAD_SPEEDUPS=1``)."""
+    case."""
     module.bind_replay(
         Outputs=Outputs, cotangents=cotangents, check_saved=check_saved, pull=_pull, add=_add,
         unbroadcast=unbroadcast, CLOCK=CLOCK, IN_PLACE_FROM=IN_PLACE_FROM,
     )  # fmt: skip
 
 
-if speedups is not None:
-    bind_native(speedups)
+def set_native(module) -> None:
+    """Replay with the compiled walk of ``module`` from now on (``TAPEGRAD_SPEEDUPS=1``): :mod:`tapegrad.speedups`
+    calls this on import; the engine never imports it."""
+    bind_native(module)
+    _NATIVE[0] = module
