@@ -67,22 +67,30 @@ def test_a_masked_gradient_is_a_select_never_0_times_inf(n):  # item 2
     assert not np.isnan(g_abs).any()
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.complex128, np.complex64])
 @pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, "huge"])
-@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "broadcast mask", "into a buffer", "mask of 0/1"])
 def test_a_large_select_is_where_whatever_the_cotangent_holds(dtype, bad, layout):
-    """The select's fast path multiplies by the mask, then tests the product in one pass; an inf, a NaN or a
-    value whose square overflows (the test's false alarm) must all end in ``where(cond, g, 0)``, exactly."""
+    """The select's fast paths (the bits of ``g`` and'ed with the mask's; for a mask that is not boolean, the
+    product tested in one pass) must end in ``where(cond, g, 0)`` exactly, whatever ``g`` holds: an inf (which
+    a complex product would turn into inf+nanj where the mask is on), a NaN, a value whose square overflows."""
     rng = np.random.default_rng(5)
     g = rng.standard_normal((96, 80)).astype(dtype)
     cond = rng.random((96, 80)) > 0.5
+    if layout == "broadcast mask":
+        cond = np.broadcast_to(cond[:1], cond.shape)
     spot = np.flatnonzero(~cond)[7], np.flatnonzero(cond)[3]  # one where the mask is off, one where it is on
-    g.flat[list(spot)] = np.finfo(dtype).max / 2 if bad == "huge" else bad
+    value = np.finfo(dtype).max / 2 if bad == "huge" else bad
+    g.flat[list(spot)] = complex(value, -1) if np.iscomplexobj(g) else value
     if layout == "transposed":
         g, cond = g.T, cond.T
-    got = numpy_rules.masked(cond, g)
+    if layout == "broadcast mask":
+        cond = cond[:1]
+    out = np.empty(np.broadcast_shapes(cond.shape, g.shape), dtype) if layout == "into a buffer" else None
+    with np.errstate(invalid="ignore", over="ignore"):  # a float16 product's overflow, on the product's path
+        got = numpy_rules.masked(cond.astype(np.int8) if layout == "mask of 0/1" else cond, g, out=out)
     np.testing.assert_array_equal(got, np.where(cond, g, 0))
-    assert got.dtype == g.dtype
+    assert got.dtype == g.dtype and (out is None or got is out)
 
 
 def test_x_to_the_power_0_has_derivative_0_at_0():  # item 3
