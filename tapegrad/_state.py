@@ -230,10 +230,12 @@ def mark_modified(array) -> None:
     key = id(root)
     with _lock:
         CLOCK.tick += 1
-        try:
-            ref = weakref.ref(root, lambda r, key=key: _forget(key, r))
-        except TypeError:  # a buffer owner without weak references (bytes): matched by identity alone
-            ref = None
+        ref = _modified.get(key, (0, None))[1]
+        if ref is None or ref() is not root:  # the root's first change (a parameter's, every step, is not)
+            try:
+                ref = weakref.ref(root, lambda r, key=key: _forget(key, r))
+            except TypeError:  # a buffer owner without weak references (bytes): matched by identity alone
+                ref = None
         _modified[key] = (CLOCK.tick, ref)
 
 

@@ -232,6 +232,17 @@ def test_detect_anomaly_context_checks_forward_and_backward():
     assert not t.monitors
 
 
+def test_detect_anomaly_around_backward_alone_checks_the_replay():
+    # the tape was recorded unchecked: the replay (which asks whether any tool observes it) must still see the
+    # context, not take the path of a replay nothing observes
+    x = tg.Tensor([0.0], requires_grad=True)
+    with tape.record():
+        loss = tg.sqrt(x).sum()
+    with tg.detect_anomaly(), pytest.raises(tg.AnomalyError) as info, np.errstate(divide="ignore"):
+        loss.backward()
+    assert (info.value.op, info.value.phase) == ("sqrt", "backward")
+
+
 def test_anomaly_checks_change_no_gradient():
     x = tg.Tensor([1.0, 2.0], requires_grad=True)
     with tape.record(detect_anomaly=True):
