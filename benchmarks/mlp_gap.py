@@ -33,17 +33,18 @@ import numpy as np  # noqa: E402
 from benchmarks import cli  # noqa: E402
 from benchmarks.speed import measure, paired_ratio  # noqa: E402
 from benchmarks.speed_engines import FULL, Engine, available_engines, check  # noqa: E402
-from benchmarks.speed_workloads import TINY, mlp_data  # noqa: E402
+from benchmarks.speed_workloads import TINY, mlp_data, numpy_mlp_tight  # noqa: E402
 from tapegrad.backend.numpy_rules import masked  # noqa: E402
 
 __all__ = ["VARIANTS", "variant", "main"]
 
 
 def variant(*, bias=False, relu=False, nonzero=False, loss=False, select=False):
-    """The tight MLP step (``benchmarks.speed_workloads.numpy_mlp_tight``) with some of a tape's ways:
-    ``bias``/``relu`` out of place; ``nonzero``: the ReLU's mask read from its output (``ans != 0``, as its rule
-    does) rather than its input; ``loss``: the loss as separate ops with tapegrad's rules (subtract, power,
-    mean); ``select``: the mask applied as the exact select (``numpy_rules.masked``) rather than a product."""
+    """The tight MLP step (``benchmarks.speed_workloads.numpy_mlp_tight``, which ``variant()`` repeats with
+    every switch off) with some of a tape's ways: ``bias``/``relu`` out of place; ``nonzero``: the ReLU's mask
+    read from its output (``ans != 0``, as its rule does) rather than its input; ``loss``: the loss as separate
+    ops with tapegrad's rules (subtract, power, mean); ``select``: the mask applied as the exact select
+    (``numpy_rules.masked``) rather than a product."""
 
     def build(s, dtype):
         params, X, Y = mlp_data(s, dtype)
@@ -96,7 +97,7 @@ def variant(*, bias=False, relu=False, nonzero=False, loss=False, select=False):
 
 # name, what it changes, its builder: each one thing, then all of them
 VARIANTS = [
-    ("tight", "the reference: bias, ReLU and loss in place, the mask a product", variant()),
+    ("tight", "the reference: bias, ReLU and loss in place, the mask a product", numpy_mlp_tight),
     ("bias", "the bias added out of place", variant(bias=True)),
     ("relu", "the ReLU out of place", variant(relu=True)),
     ("nonzero", "the mask from the ReLU's output (ans != 0)", variant(nonzero=True)),
