@@ -122,6 +122,8 @@ def is_complex(a, like=None) -> bool:
     >>> is_complex(np.ones(2, complex)), is_complex(np.ones(2)), is_complex(1j), is_complex(np.float32)
     (True, False, True, False)
     """
+    if a.__class__ is np.ndarray:  # the common case, asked by rules and seeds on every replay
+        return a.dtype.kind == "c"
     if isinstance(a, (bool, int, float, complex)):
         return isinstance(a, complex)
     dtype, backend = _dtype_and_backend(a, like)

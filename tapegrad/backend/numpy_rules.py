@@ -29,7 +29,6 @@ def masked(cond, g, out=None):
     element), so a large float ``g`` is selected without a branch: its bits (each part's, for a complex ``g``)
     and'ed with a mask of all bits set where ``cond`` holds, as cheap as the product ``g * cond`` and exact.
     """
-    cond = np.asarray(cond, dtype=bool)
     kind = g.dtype.kind
     bits = _BITS.get(g.dtype.itemsize // (2 if kind == "c" else 1)) if kind in "fc" else None
     if g.size < _SMALL or bits is None or (out is not None and out.dtype != g.dtype):
@@ -37,6 +36,7 @@ def masked(cond, g, out=None):
             return np.where(cond, g, 0)
         out[...] = np.where(cond, g, 0)  # a compiled program's kernels may read it from its buffer
         return out
+    cond = np.asarray(cond, dtype=bool)  # a mask of 0/1 (or of any truth values) selects as where does
     ones = np.negative(cond.view(np.int8)).astype(bits)  # -1, all bits set, where cond holds; 0 elsewhere
     if kind == "c":  # each part on its own
         into = out if out is not None else np.empty(np.broadcast_shapes(cond.shape, g.shape), g.dtype)

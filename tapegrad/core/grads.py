@@ -80,7 +80,7 @@ def _ones_for(data, what):
             f"{what}() needs a gradient argument for a non-scalar output of shape {data.shape}: "
             f"call .sum() (or .mean()) first, or pass gradient= an array of shape {data.shape}"
         )
-    if (data.dtype.kind == "c") if data.__class__ is _ndarray else is_complex(data):
+    if is_complex(data):
         raise TypeError(
             f"{what}() of a complex output needs gradient=: the gradient of a complex value is not defined; "
             "differentiate a real loss (abs(z) ** 2, z.real), or pass the cotangent explicitly"

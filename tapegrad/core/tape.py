@@ -332,7 +332,7 @@ class BaseTape:
         queue = {self: list(roots)}
         found_all = {} if wanted is not None else None
         while queue:
-            tape = next(iter(queue)) if len(queue) == 1 else max(queue, key=lambda t: t._serial)
+            tape = max(queue, key=lambda t: t._serial)
             outcome = tape._replay_once(
                 queue.pop(tape),
                 create_graph=create_graph,
