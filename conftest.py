@@ -34,6 +34,14 @@ import subprocess
 import sys
 import tempfile
 
+# Two test processes share the cores (-n 2, setup.cfg's addopts): a BLAS that starts a thread per core in each
+# oversubscribes them, and OpenBLAS's idle threads spin while they wait. One BLAS thread a process, set before
+# NumPy loads (it reads these once), and inherited by the pages' commands: the suite took 353 s instead of
+# 415 s on 2 cores. A value the caller set is kept.
+for _variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+BLAS_LIMITED_BEFORE_NUMPY = "numpy" not in sys.modules  # tests/test_readme.py checks it
+
 ROOT = pathlib.Path(__file__).resolve().parent
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 DOC_PATTERNS = ["README.md", "docs/*.md", "docs/*/*.md"]

@@ -1,7 +1,10 @@
 """The README's quick start is what CI runs (its code blocks are run by conftest.py, like every page's)."""
 
+import os
 import pathlib
 import re
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -30,3 +33,19 @@ def test_readme_links_into_the_docs_resolve():
     assert len(links) >= 10
     for link in links:
         assert (ROOT / link).exists(), f"README links to {link}, which does not exist"
+
+
+def test_the_suite_runs_one_blas_thread_per_test_process(pytestconfig):
+    # The README's test command runs two processes on two cores; conftest.py limits each one's BLAS threads,
+    # which only works if it does so before NumPy loads.
+    root = next(
+        p for p in pytestconfig.pluginmanager.get_plugins() if getattr(p, "__file__", None) == str(ROOT / "conftest.py")
+    )
+    assert root.BLAS_LIMITED_BEFORE_NUMPY, "NumPy was imported before conftest.py limited the BLAS threads"
+    threadpoolctl = pytest.importorskip("threadpoolctl")  # installed with scikit-learn, in the test extra
+    blas = [pool for pool in threadpoolctl.threadpool_info() if pool["user_api"] == "blas"]
+    assert blas, "threadpoolctl finds no BLAS"
+    for pool in blas:
+        variable = "MKL_NUM_THREADS" if pool["internal_api"] == "mkl" else "OPENBLAS_NUM_THREADS"
+        assert variable in os.environ, f"conftest.py sets no {variable}"
+        assert pool["num_threads"] == int(os.environ[variable]), pool
