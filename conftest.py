@@ -42,6 +42,21 @@ for _variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 BLAS_LIMITED_BEFORE_NUMPY = "numpy" not in sys.modules  # tests/test_readme.py checks it
 
+# The suite starts Python a few hundred times (the pages' commands, every script's --help and fast run), and each
+# start imports tapegrad. Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE), each one
+# compiled tapegrad's source afresh, 0.45 s of its 0.5 s import. The suite's processes share one bytecode cache
+# instead, in a temporary folder removed when the run ends: still nothing is written into the checkout, and the
+# suite took 294 s instead of 353 s on 2 cores.
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    import atexit
+
+    _pycache = tempfile.mkdtemp(prefix="tapegrad-pycache-")
+    atexit.register(shutil.rmtree, _pycache, ignore_errors=True)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = _pycache
+    sys.dont_write_bytecode = False  # this process too (its later imports), into the same folder
+    sys.pycache_prefix = _pycache
+
 ROOT = pathlib.Path(__file__).resolve().parent
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 DOC_PATTERNS = ["README.md", "docs/*.md", "docs/*/*.md"]

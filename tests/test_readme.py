@@ -3,6 +3,8 @@
 import os
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -49,3 +51,14 @@ def test_the_suite_runs_one_blas_thread_per_test_process(pytestconfig):
         variable = "MKL_NUM_THREADS" if pool["internal_api"] == "mkl" else "OPENBLAS_NUM_THREADS"
         assert variable in os.environ, f"conftest.py sets no {variable}"
         assert pool["num_threads"] == int(os.environ[variable]), pool
+
+
+def test_the_suites_commands_reuse_compiled_bytecode_and_write_none_into_the_checkout():
+    # conftest.py: where PYTHONDONTWRITEBYTECODE is set, the commands the suite starts share one bytecode cache
+    # in a temporary folder, rather than each compiling tapegrad's source again
+    probe = "import sys; print(sys.dont_write_bytecode, sys.pycache_prefix)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    writes, prefix = done.stdout.split()
+    assert writes == "False", "the suite's commands compile tapegrad afresh at every start"
+    if prefix != "None":
+        assert not pathlib.Path(prefix).resolve().is_relative_to(ROOT), prefix
