@@ -11,8 +11,15 @@ values and ``tapegrad / replica`` the engine's own (its Python beside the NumPy 
     python -m benchmarks.mlp_gap --pin --rounds 200                  # float32, about 2 minutes
     python -m benchmarks.mlp_gap --pin --rounds 200 --dtype float64
     python -m benchmarks.mlp_gap --tiny --rounds 2                    # the test's run: every variant's gradients
+    python -m benchmarks.mlp_gap --pin --cold-cache 4 --rounds 3000  # the engine's Python, with cold caches
 
 Every variant's gradients are first checked against hand-written NumPy's (``benchmarks.speed_engines.check``).
+
+``--cold-cache MiB`` asks why the engine costs more beside full-size arrays than its Python costs alone. It times
+the MLP's forward on tiny arrays (``TINY``), written once in NumPy and once with tapegrad (the same ops), paired
+per round: once as it is and once with MiB of memory written between every two ops, as a full-size op's arrays
+would (the fill's time is in both and cancels). The difference of the two forwards is the engine's own time; with
+the fill it is its Python running with cold caches.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ if __name__ == "__main__" and "--pin" in sys.argv[1:]:
 
 import numpy as np  # noqa: E402
 
+import tapegrad as tg  # noqa: E402
 from benchmarks import cli  # noqa: E402
 from benchmarks.speed import measure, paired_ratio  # noqa: E402
 from benchmarks.speed_engines import FULL, Engine, available_engines, check  # noqa: E402
@@ -111,6 +119,70 @@ VARIANTS = [
 ]
 
 
+def tiny_forwards(dtype, between):
+    """The MLP's forward on TINY arrays, hand-written and with tapegrad, calling ``between()`` after each op."""
+    arrays, X, Y = mlp_data(TINY, dtype)
+
+    def forward(params, X, Y, relu):  # the same ops on NumPy's arrays and on tensors
+        a = X
+        for i in range(0, len(params), 2):
+            a = a @ params[i]
+            between()
+            a = a + params[i + 1]
+            between()
+            if i + 2 < len(params):
+                a = relu(a)
+                between()
+        d = a - Y
+        between()
+        s = d**2
+        between()
+        return s.mean()
+
+    def numpy_forward():
+        return forward(arrays, X, Y, lambda a: np.maximum(a, 0))
+
+    params = [tg.Tensor(p, requires_grad=True) for p in arrays]
+    tX, tY = tg.Tensor(X), tg.Tensor(Y)
+
+    def tapegrad_forward():
+        with tg.record() as tape:
+            loss = forward(params, tX, tY, tg.relu)
+        tape.release()  # what backward() would free: each round starts with nothing recorded
+        return loss
+
+    return numpy_forward, tapegrad_forward
+
+
+def cold_cache(dtype, mib: float, rounds: int, clock) -> list[str]:
+    """Markdown rows: the tiny forwards' medians, without and with ``mib`` MiB written between ops."""
+    fill = np.zeros(int(mib * 2**20) // 8)
+    rows = []
+    for label, between in (("nothing", lambda: None), (f"{mib:g} MiB", lambda: fill.fill(1.0))):
+        forwards = tiny_forwards(dtype, between)
+        for f in forwards:  # warm up: the first calls import and build caches
+            for _ in range(20):
+                f()
+        times = np.zeros((rounds, 2))
+        for r in range(rounds):
+            for k in (0, 1) if r % 2 else (1, 0):  # alternate which runs first
+                t0 = clock()
+                forwards[k]()
+                times[r, k] = clock() - t0
+        numpy_us, tapegrad_us = np.median(times, axis=0) * 1e6
+        extra = np.median(times[:, 1] - times[:, 0]) * 1e6
+        rows.append((label, numpy_us, tapegrad_us, extra))
+    base = rows[0][3]
+    lines = [
+        f"**the MLP's forward on TINY arrays ({np.dtype(dtype).name}): median µs over {rounds} paired rounds**",
+        "",
+        "| written between ops | NumPy | tapegrad | the engine's own | × without |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [f"| {lb} | {n:.1f} | {t:.1f} | {e:.1f} | {e / base:.2f} |" for lb, n, t, e in rows]
+    return lines
+
+
 def main(argv=None) -> int:
     parser = cli.parser("python -m benchmarks.mlp_gap", __doc__)
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="the step's dtype")
@@ -118,6 +190,12 @@ def main(argv=None) -> int:
     parser.add_argument("--pin", nargs="?", const=-1, type=int, metavar="CPU", help="one core, one BLAS thread")
     parser.add_argument("--tiny", action="store_true", help="the test's sizes (TINY): checks, not figures")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--cold-cache",
+        type=float,
+        metavar="MIB",
+        help="instead: the engine's Python on tiny arrays, with MIB MiB written between ops and without",
+    )
     args = parser.parse_args(argv)
 
     allocator = hygiene.pin_allocator()
@@ -129,6 +207,9 @@ def main(argv=None) -> int:
     print("\n".join(["```text", *hygiene.environment([f"allocator: {allocator}", pinned, f"clock: {clock}"]), "```"]))
     for note in notes:
         print(f"note: {note}")
+    if args.cold_cache is not None:
+        print("\n".join(["", *cold_cache(np.dtype(args.dtype), args.cold_cache, args.rounds, hygiene.CLOCKS[clock])]))
+        return 0
     check(engines, sizes, [name])
     print(f"\ngradients of {', '.join(e.name for e in engines)} match hand-written NumPy on {name}\n")
 

@@ -113,6 +113,7 @@ FAST_RUNS = [
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "compiled"],
     ["benchmarks/functional.py", "--rounds", "1"],
     ["-m", "benchmarks.mlp_gap", "--tiny", "--rounds", "1"],
+    ["-m", "benchmarks.mlp_gap", "--cold-cache", "1", "--rounds", "2"],
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "tapegrad"],
     ["-m", "benchmarks.memory", "--replot", "docs/memory.json"],
     ["benchmarks/gpu_check.py"],

@@ -3,6 +3,7 @@ loudly for a wrong one, skipped engines come with a note, and rounds interleave 
 a time."""
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -94,3 +95,19 @@ def test_per_op_figures_divide_by_the_ops_recorded():
     samples = {"numpy": [(1e-6 * 9, 0.0)] * 3}  # 9 µs for the 8-op chain and its sum
     stats = speed.summarise(samples, "chain", TINY)["numpy"]
     assert stats["total"] == pytest.approx(1.0)
+
+
+def test_the_cold_cache_forwards_compute_the_same_loss_and_fill_between_every_op():
+    # mlp_gap --cold-cache subtracts NumPy's forward from tapegrad's: meaningful only for the same ops
+    from benchmarks import mlp_gap
+
+    calls = []
+    numpy_forward, tapegrad_forward = mlp_gap.tiny_forwards(np.float64, lambda: calls.append(1))
+    loss = numpy_forward()
+    per_forward = len(calls)
+    assert per_forward == 10  # three matmuls and bias adds, two ReLUs, the difference and its square
+    np.testing.assert_allclose(float(tapegrad_forward()), loss, rtol=1e-12)
+    assert len(calls) == 2 * per_forward
+    rows = mlp_gap.cold_cache(np.float64, 0.0625, 3, time.perf_counter)
+    assert [row.split(" | ")[0] for row in rows[-2:]] == ["| nothing", "| 0.0625 MiB"]
+    assert rows[-2].endswith("| 1.00 |")
