@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from op_table import OPS, shapes_and_kwargs
 
@@ -128,6 +128,33 @@ def test_unbroadcast_is_the_adjoint_of_broadcasting(shapes, seed):
     recorded = unbroadcast(tg.ops.tensor_rules, tg.Tensor(g), shape)
     assert recorded.shape == shape
     np.testing.assert_allclose(recorded.numpy(), back, rtol=1e-12, atol=1e-12)
+
+
+@given(
+    _shape_and_target(),
+    st.sampled_from(["f4", "f8", "c16", "i8", "?", "O"]),
+    st.sampled_from(["c", "strided", "scalar"]),
+)
+@example(((2, 1, 3), (4, 2, 5, 3)), "f4", "c")  # kept, stretched and new axes at once
+def test_the_rules_broadcast_to_is_numpys_read_only_view(shapes, dtype, layout):
+    """The rules' ``broadcast_to`` builds the view itself: the same shape, strides, values, base memory and
+    read-only flag as ``np.broadcast_to``, and the same refusal of a shape that does not broadcast."""
+    shape, target = shapes
+    x = np.arange(np.prod(shape) * 2).astype(dtype)[::2].reshape(shape)  # strided: not one block
+    if layout == "c":
+        x = np.array(x, order="C")
+    elif layout == "scalar":
+        x, target = x.reshape(-1)[0] if x.size else np.float64(1.5).astype(dtype), shape
+    got, want = numpy_rules.broadcast_to(x, target), np.broadcast_to(x, target)
+    assert (got.shape, got.dtype) == (want.shape, want.dtype)
+    assert [s for s, n in zip(got.strides, target) if n > 1] == [s for s, n in zip(want.strides, target) if n > 1]
+    assert not got.flags.writeable
+    np.testing.assert_array_equal(got, want)
+    if got.size and layout != "scalar":
+        assert np.shares_memory(got, x)
+    if target and target[-1] not in (0, 1):  # a size that does not broadcast: NumPy's own error
+        with pytest.raises(ValueError):
+            numpy_rules.broadcast_to(np.zeros(target[-1] + 1, dtype), target)
 
 
 # -- gradcheck itself --------------------------------------------------------------------------------

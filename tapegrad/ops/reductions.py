@@ -23,6 +23,8 @@ def _sum_vjp(xp, g, ans, x, axis=None, keepdims=False):
 
 
 def _mean_vjp(xp, g, ans, x, axis=None, keepdims=False):
+    if axis is None and not keepdims:  # a loss's mean: its 0-d g broadcasts as it is, as sum's does
+        return xp.broadcast_to(g / count(x.shape, None), x.shape)
     return xp.broadcast_to(_kept(xp, g, x.shape, axis, keepdims) / count(x.shape, axis), x.shape)
 
 
