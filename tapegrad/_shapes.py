@@ -58,6 +58,9 @@ class Shape:
         return f"Shape({self.shape}, {self.dtype})"
 
 
+_LEADING = tuple(tuple(range(n)) for n in range(8))  # the axes a sum over n new leading axes names
+
+
 def unbroadcast(xp, g, shape):
     """Sum ``g`` down to ``shape``: the adjoint of broadcasting an array of ``shape`` to ``g.shape``.
 
@@ -68,6 +71,8 @@ def unbroadcast(xp, g, shape):
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
+    if lead > 0 and gshape[lead:] == shape:  # new leading axes alone (a bias's gradient, each step): one sum
+        return xp.sum(g, axis=_LEADING[lead] if lead < len(_LEADING) else tuple(range(lead)))
     stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
     if stretched:
         g = xp.sum(g, axis=stretched, keepdims=True)

@@ -96,6 +96,9 @@ class Tensor:
 
     @data.setter
     def data(self, value) -> None:
+        if value is self._data and not TRACING.n:  # `x.data -= y`, every parameter every step: nothing to check
+            mark_modified(value)
+            return
         value = value._data if isinstance(value, Tensor) else value
         if TRACING.n:
             concrete(self._data, "assigning t.data")

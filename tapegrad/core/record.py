@@ -496,6 +496,9 @@ def saved_values(op, datas):
         return op.nosave if len(datas) == op.arity else (None,) * len(datas)
     if op.variadic:
         flags = flags * len(datas)
+    if len(datas) == 1 and flags:  # a reduction's one input (a loss's mean, each step): no generator for one value
+        f = flags[0]
+        return (datas[0],) if f == 1 else ((Shape(datas[0]),) if f == 2 else (None,))
     return tuple(d if f == 1 else (Shape(d) if f == 2 else None) for d, f in zip(datas, flags))
 
 

@@ -132,7 +132,8 @@ class BaseTape:
 
     def __exit__(self, *exc) -> None:
         # try/finally semantics: whatever happened in the block, this tape stops recording here.
-        ACTIVE.set(tuple(t for t in ACTIVE.get() if t is not self))
+        active = ACTIVE.get()
+        ACTIVE.set(active[:-1] if active and active[-1] is self else tuple(t for t in active if t is not self))
         _sync_watched()
         if self in ENDED_INSIDE.get():
             ENDED_INSIDE.set(tuple(t for t in ENDED_INSIDE.get() if t is not self))
