@@ -184,9 +184,10 @@ def write_grad(leaf, g, xp=None):
 
     ``xp`` is given on a recorded replay, where a complex gradient of a real leaf takes its real part as an op.
     """
-    leaf_hooks = getattr(leaf, "_hooks", None)
-    if leaf_hooks is not None and LIVE.n:
-        g = run_hooks(leaf_hooks, g)
+    if LIVE.n:  # some hook is registered somewhere: maybe on this leaf
+        leaf_hooks = getattr(leaf, "_hooks", None)
+        if leaf_hooks is not None:
+            g = run_hooks(leaf_hooks, g)
     if xp is not None:
         g = _real_for(xp, g, leaf)
     while True:

@@ -235,17 +235,20 @@ def function_of(op):
 
 
 def _unary(op):
-    """``fn(x)`` for a one-input op: on a NumPy input (a tensor, an array or a number), while nothing is traced,
-    the entry :func:`apply` would record, built in one frame without its lists."""
+    """``fn(x, **params)`` for a one-input op (a reduction's ``axis``, say): on a NumPy input (a tensor, an array
+    or a number), while nothing is traced, the entry :func:`apply` would record, built in one frame without its
+    lists."""
+
+    broadcast = op.broadcast  # its entry then needs the input's shape: apply records it
 
     def fn(x, /, *more, **params):
-        if more or params or TRACING.n:
+        if more or TRACING.n or (params and broadcast):
             return apply(op, (x, *more), params)
         dx = x._data if x.__class__ is Tensor else x
         if dx.__class__ not in PLAIN:
-            return apply(op, (x,), _NO_PARAMS)
+            return apply(op, (x,), params or _NO_PARAMS)
         try:
-            out = op.forward(dx)
+            out = op.forward(dx, **params) if params else op.forward(dx)
         except (ValueError, TypeError) as err:
             raise _forward_error(op, (x,), err) from None
         if out.__class__ is not _ndarray:
@@ -264,7 +267,7 @@ def _unary(op):
             _foreign_inputs(op, (src,), top, active)
         save = op.save
         vals = (dx,) if save is True else (op.nosave if save is None else saved_values(op, (dx,)))
-        rec = (op, (src,), vals, out if op.save_ans else None, None, _NO_PARAMS, CLOCK.tick, 1)
+        rec = (op, (src,), vals, out if op.save_ans else None, None, params or _NO_PARAMS, CLOCK.tick, 1)
         node = Node()
         node.tape = top
         t.requires_grad = True

@@ -333,7 +333,7 @@ class BaseTape:
         queue = {self: list(roots)}
         found_all = {} if wanted is not None else None
         while queue:
-            tape = max(queue, key=lambda t: t._serial)
+            tape = self if len(queue) == 1 and self in queue else max(queue, key=lambda t: t._serial)
             outcome = tape._replay_once(
                 queue.pop(tape),
                 create_graph=create_graph,
@@ -498,10 +498,11 @@ def _targets(target) -> list:
 
 
 def _sync_watched() -> None:
-    ids = set()
-    for t in ACTIVE.get():
-        ids.update(t._watched)
-    WATCHED.set(frozenset(ids))
+    watching = [t._watched for t in ACTIVE.get() if t._watched]
+    WATCHED.set(frozenset().union(*watching) if watching else _NONE_WATCHED)
+
+
+_NONE_WATCHED = frozenset()
 
 
 def _check_float(x, what):
