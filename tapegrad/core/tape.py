@@ -330,21 +330,22 @@ class BaseTape:
     def _replay(self, roots, *, create_graph, leaves, wanted=None, observer=None, quiet=False):
         """Replay this tape, then the earlier tapes whose create_graph gradients it used, each once, latest
         first (a tape only uses values of tapes made before it), with the cotangents that reached them."""
-        queue = {self: list(roots)}
+        queue: dict = {}
         found_all = {} if wanted is not None else None
-        while queue:
-            tape = self if len(queue) == 1 and self in queue else max(queue, key=lambda t: t._serial)
+        tape, todo = self, list(roots)
+        while True:
             outcome = tape._replay_once(
-                queue.pop(tape),
+                todo,
                 create_graph=create_graph,
                 leaves=leaves,
                 wanted=wanted,
                 observer=observer if tape is self else tape.observer(False),
                 quiet=quiet,
             )
-            for key, g in (outcome.found or {}).items():
-                old = found_all.get(key)
-                found_all[key] = g if old is None else old + g
+            if outcome.found:
+                for key, g in outcome.found.items():
+                    old = found_all.get(key)
+                    found_all[key] = g if old is None else old + g
             for key, g in outcome.leftovers:
                 earlier = key.tape()
                 if earlier is None or earlier.state != "recording":
@@ -354,7 +355,10 @@ class BaseTape:
                         + (_unusable(key.tape) if earlier is None else earlier._unusable())
                     )
                 queue.setdefault(earlier, []).append((key, g))
-        return found_all
+            if not queue:  # a backward() of one tape: nothing reached an earlier one
+                return found_all
+            tape = max(queue, key=lambda t: t._serial)
+            todo = queue.pop(tape)
 
     def _replay_once(self, roots, *, create_graph, leaves, wanted, observer, quiet=False):
         """One replay of this tape (:func:`tapegrad.core.replay.replay`), and its outcome applied: a
@@ -498,8 +502,14 @@ def _targets(target) -> list:
 
 
 def _sync_watched() -> None:
-    watching = [t._watched for t in ACTIVE.get() if t._watched]
-    WATCHED.set(frozenset().union(*watching) if watching else _NONE_WATCHED)
+    active = ACTIVE.get()
+    for t in active:
+        if t._watched:
+            break
+    else:  # what every record() block's entry and exit find: no tape watches anything (a loop, no list made)
+        WATCHED.set(_NONE_WATCHED)
+        return
+    WATCHED.set(frozenset().union(*[t._watched for t in active if t._watched]))
 
 
 _NONE_WATCHED = frozenset()
