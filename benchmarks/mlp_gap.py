@@ -19,7 +19,9 @@ Every variant's gradients are first checked against hand-written NumPy's (``benc
 the MLP's forward on tiny arrays (``TINY``), written once in NumPy and once with tapegrad (the same ops), paired
 per round: once as it is and once with MiB of memory written between every two ops, as a full-size op's arrays
 would (the fill's time is in both and cancels). The difference of the two forwards is the engine's own time; with
-the fill it is its Python running with cold caches.
+the fill it is its Python running with cold caches. Then the same for the backward: the hand-written rules with
+the fill after each of the tape's 11 entries, against tapegrad's replay with the fill called from a replay
+observer before each entry (the observer's path is in both of its rounds, with the fill and without).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from benchmarks.speed import measure, paired_ratio  # noqa: E402
 from benchmarks.speed_engines import FULL, Engine, available_engines, check  # noqa: E402
 from benchmarks.speed_workloads import TINY, mlp_data, numpy_mlp_tight  # noqa: E402
 from tapegrad.backend.numpy_rules import masked  # noqa: E402
+from tapegrad.core.node import OP  # noqa: E402
 
 __all__ = ["VARIANTS", "variant", "main"]
 
@@ -119,67 +122,157 @@ VARIANTS = [
 ]
 
 
+def _mlp_forward(params, X, Y, relu, between, trace=None):
+    """The MLP's loss, the same ops on NumPy's arrays and on tensors, calling ``between()`` after each op;
+    ``trace``, a list, gets each layer's output, then the difference ``a - Y``."""
+    a = X
+    for i in range(0, len(params), 2):
+        a = a @ params[i]
+        between()
+        a = a + params[i + 1]
+        between()
+        if i + 2 < len(params):
+            a = relu(a)
+            between()
+        if trace is not None:
+            trace.append(a)
+    d = a - Y
+    between()
+    if trace is not None:
+        trace.append(d)
+    s = d**2
+    between()
+    return s.mean()
+
+
+def _numpy_relu(a):
+    return np.maximum(a, 0)
+
+
+def _nothing():
+    pass
+
+
 def tiny_forwards(dtype, between):
     """The MLP's forward on TINY arrays, hand-written and with tapegrad, calling ``between()`` after each op."""
     arrays, X, Y = mlp_data(TINY, dtype)
 
-    def forward(params, X, Y, relu):  # the same ops on NumPy's arrays and on tensors
-        a = X
-        for i in range(0, len(params), 2):
-            a = a @ params[i]
-            between()
-            a = a + params[i + 1]
-            between()
-            if i + 2 < len(params):
-                a = relu(a)
-                between()
-        d = a - Y
-        between()
-        s = d**2
-        between()
-        return s.mean()
-
     def numpy_forward():
-        return forward(arrays, X, Y, lambda a: np.maximum(a, 0))
+        return _mlp_forward(arrays, X, Y, _numpy_relu, between)
 
     params = [tg.Tensor(p, requires_grad=True) for p in arrays]
     tX, tY = tg.Tensor(X), tg.Tensor(Y)
 
     def tapegrad_forward():
         with tg.record() as tape:
-            loss = forward(params, tX, tY, tg.relu)
+            loss = _mlp_forward(params, tX, tY, tg.relu, between)
         tape.release()  # what backward() would free: each round starts with nothing recorded
         return loss
 
     return numpy_forward, tapegrad_forward
 
 
+class _Between:
+    """A replay observer (``Tape.add_replay_observer``) that calls ``between()`` before each entry's rules."""
+
+    def __init__(self, between):
+        self.between = between
+
+    def __call__(self, index, rec, node, g, grads):
+        self.between()
+        return rec[OP]
+
+    def done(self):
+        pass
+
+
+def tiny_backwards(dtype, between, clock):
+    """The MLP's backward on TINY arrays, hand-written and by tapegrad's replay, calling ``between()`` once per
+    entry the tape holds (11): after each hand-written rule, and from a replay observer before each of the
+    tape's (the observer's slower replay path runs with the fill and without it alike). Each function runs its
+    forward untimed and returns ``(seconds, gradients)`` of its backward alone."""
+    arrays, X, Y = mlp_data(TINY, dtype)
+    params = [tg.Tensor(p, requires_grad=True) for p in arrays]
+    tX, tY = tg.Tensor(X), tg.Tensor(Y)
+    observer = _Between(between)
+
+    def numpy_backward():
+        acts = [X]
+        _mlp_forward(arrays, X, Y, _numpy_relu, _nothing, acts)
+        d = acts.pop()
+        t0 = clock()
+        g = np.broadcast_to(np.ones((), d.dtype) / d.size, d.shape)  # the rules of the tape's entries, last first
+        between()  # mean
+        g = g * 2 * d
+        between()  # power
+        between()  # subtract: passes g on
+        grads = [None] * len(arrays)
+        for i in range(len(arrays) - 2, -1, -2):
+            a_in = acts[i // 2]
+            grads[i + 1] = g.sum(axis=0)
+            between()  # the bias add
+            gx = g @ arrays[i].T if i else None  # the first layer's input is a constant
+            grads[i] = a_in.T @ g
+            between()  # the matrix product
+            if i:
+                g = masked(a_in != 0, gx)
+                between()  # the ReLU
+        return clock() - t0, grads
+
+    def tapegrad_backward():
+        for p in params:
+            p.grad = None
+        with tg.record() as tape:
+            loss = _mlp_forward(params, tX, tY, tg.relu, _nothing)
+        tape.add_replay_observer(lambda _: observer)
+        t0 = clock()
+        loss.backward()
+        return clock() - t0, [p.grad for p in params]
+
+    return numpy_backward, tapegrad_backward
+
+
+def _timed_forwards(dtype, between, clock):
+    # tiny_forwards timed as tiny_backwards are: (seconds, loss)
+    def timed(f):
+        def run():
+            t0 = clock()
+            loss = f()
+            return clock() - t0, loss
+
+        return run
+
+    return tuple(timed(f) for f in tiny_forwards(dtype, between))
+
+
 def cold_cache(dtype, mib: float, rounds: int, clock) -> list[str]:
-    """Markdown rows: the tiny forwards' medians, without and with ``mib`` MiB written between ops."""
+    """Markdown rows: the tiny forwards' and backwards' medians, without and with ``mib`` MiB written between
+    ops (between the tape's entries, for the backwards)."""
     fill = np.zeros(int(mib * 2**20) // 8)
-    rows = []
-    for label, between in (("nothing", lambda: None), (f"{mib:g} MiB", lambda: fill.fill(1.0))):
-        forwards = tiny_forwards(dtype, between)
-        for f in forwards:  # warm up: the first calls import and build caches
-            for _ in range(20):
-                f()
-        times = np.zeros((rounds, 2))
-        for r in range(rounds):
-            for k in (0, 1) if r % 2 else (1, 0):  # alternate which runs first
-                t0 = clock()
-                forwards[k]()
-                times[r, k] = clock() - t0
-        numpy_us, tapegrad_us = np.median(times, axis=0) * 1e6
-        extra = np.median(times[:, 1] - times[:, 0]) * 1e6
-        rows.append((label, numpy_us, tapegrad_us, extra))
-    base = rows[0][3]
-    lines = [
-        f"**the MLP's forward on TINY arrays ({np.dtype(dtype).name}): median µs over {rounds} paired rounds**",
-        "",
-        "| written between ops | NumPy | tapegrad | the engine's own | × without |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [f"| {lb} | {n:.1f} | {t:.1f} | {e:.1f} | {e / base:.2f} |" for lb, n, t, e in rows]
+    lines = []
+    for phase, pairs, where in (("forward", _timed_forwards, "ops"), ("backward", tiny_backwards, "entries")):
+        rows = []
+        for label, between in (("nothing", lambda: None), (f"{mib:g} MiB", lambda: fill.fill(1.0))):
+            runs = pairs(dtype, between, clock)
+            for f in runs:  # warm up: the first calls import and build caches
+                for _ in range(20):
+                    f()
+            times = np.zeros((rounds, 2))
+            for r in range(rounds):
+                for k in (0, 1) if r % 2 else (1, 0):  # alternate which runs first
+                    times[r, k] = runs[k]()[0]
+            numpy_us, tapegrad_us = np.median(times, axis=0) * 1e6
+            extra = np.median(times[:, 1] - times[:, 0]) * 1e6
+            rows.append((label, numpy_us, tapegrad_us, extra))
+        base = rows[0][3]
+        lines += [
+            *([""] if lines else []),
+            f"**the MLP's {phase} on TINY arrays ({np.dtype(dtype).name}): median µs over {rounds} paired rounds**",
+            "",
+            f"| written between {where} | NumPy | tapegrad | the engine's own | × without |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        lines += [f"| {lb} | {n:.1f} | {t:.1f} | {e:.1f} | {e / base:.2f} |" for lb, n, t, e in rows]
     return lines
 
 

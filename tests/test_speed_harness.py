@@ -109,5 +109,23 @@ def test_the_cold_cache_forwards_compute_the_same_loss_and_fill_between_every_op
     np.testing.assert_allclose(float(tapegrad_forward()), loss, rtol=1e-12)
     assert len(calls) == 2 * per_forward
     rows = mlp_gap.cold_cache(np.float64, 0.0625, 3, time.perf_counter)
-    assert [row.split(" | ")[0] for row in rows[-2:]] == ["| nothing", "| 0.0625 MiB"]
-    assert rows[-2].endswith("| 1.00 |")
+    tables = [i for i, row in enumerate(rows) if row.startswith("**")]
+    assert len(tables) == 2 and "forward" in rows[tables[0]] and "backward" in rows[tables[1]]
+    for first in (tables[1] - 3, len(rows) - 2):  # each table's two rows: without the fill, then with it
+        assert [row.split(" | ")[0] for row in rows[first : first + 2]] == ["| nothing", "| 0.0625 MiB"]
+        assert rows[first].endswith("| 1.00 |")
+
+
+def test_the_cold_cache_backwards_compute_the_same_gradients_and_fill_between_every_entry():
+    # the backward's half of mlp_gap --cold-cache: the hand-written rules and the replay, one fill per entry
+    from benchmarks import mlp_gap
+
+    calls = []
+    numpy_backward, tapegrad_backward = mlp_gap.tiny_backwards(np.float64, lambda: calls.append(1), time.perf_counter)
+    seconds, expected = numpy_backward()
+    per_backward = len(calls)
+    assert seconds > 0 and per_backward == 11  # the tape's entries: 3 matmuls, 3 adds, 2 ReLUs, subtract, power, mean
+    seconds, got = tapegrad_backward()
+    assert len(calls) == 2 * per_backward
+    for g, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, want, rtol=1e-12)
