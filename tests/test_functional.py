@@ -176,6 +176,49 @@ def test_transforms_return_tensors_inside_an_outer_record_and_compose_with_it():
     np.testing.assert_allclose(t.gradient(s, x), 6 * x.data)
 
 
+@pytest.mark.parametrize("what", ["grad", "value"])
+@pytest.mark.parametrize("when", ["inside the block", "after it"])
+def test_a_transforms_result_recorded_by_an_outer_block_can_call_backward(what, when):
+    # The transform's own tape is released on its way out; the block around it recorded the same ops, so the
+    # result's backward() replays the block's tape (gradcheck of tg.grad's result does exactly this)
+    x = tg.Tensor([0.3, -0.5], requires_grad=True)
+    with tape.record():
+        value, g = tg.value_and_grad(lambda x: (x**3).sum())(x)
+        out = g if what == "grad" else value
+        if when == "inside the block":
+            out.backward(np.ones(out.shape))
+    if when == "after it":
+        out.backward(np.ones(out.shape))
+    np.testing.assert_allclose(x.grad, 6 * x.data if what == "grad" else 3 * x.data**2)
+    assert tg.gradcheck(lambda x: tg.grad(lambda x: (tg.sin(x) * x).sum())(x), x.data)
+
+
+def test_a_transforms_result_whose_outer_block_was_released_refuses_backward():
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tape.record() as t:
+        g = tg.grad(lambda x: x**3)(x)
+    t.release()
+    with pytest.raises(tg.TapeError, match="released"):
+        g.backward()
+    assert x.grad is None
+
+
+def test_a_tape_that_did_not_record_a_value_is_never_the_one_its_backward_replays():
+    # Only a tape holding the value's entry may stand in for the value's own: t2 recorded t1's recorded replay
+    # (so t1 counts t2 as a tape it was nested in) but not y, and replaying t2 from y would give x no gradient
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tape.record(persistent=True) as t1:
+        y = x**3
+    with tape.record():
+        g = t1.gradient(y, x)  # 3 x^2, recorded on t2 and on t1
+    t1.release()
+    with pytest.raises(tg.TapeError, match="released"):
+        y.backward()
+    assert x.grad is None
+    g.backward()  # t2 holds g's entries
+    assert float(x.grad) == 12.0
+
+
 def test_transforms_compose_with_each_other():
     x, t = RNG.standard_normal(4), RNG.standard_normal(4)
     H = tg.hessian(smooth)(x)

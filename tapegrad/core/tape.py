@@ -78,7 +78,7 @@ from .._tree import tree_flatten, tree_unflatten
 from ..backend import NUMPY, backend_of, is_array, is_floating, nbytes
 from ..errors import TapeError
 from .grads import fresh, seed, write_grad
-from .node import REPLAYED, EntryView, Node, TapeRef, kept_values
+from .node import REPLAYED, EntryView, Node, TapeRef, entry_key, kept_values
 from .replay import key_of, replay
 
 __all__ = ["BaseTape", "stop_recording", "keep_pending", "backward_of"]
@@ -578,6 +578,21 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
         write_grad(t, fresh(g, t._data.dtype, 2))
         return
     tape = node.tape()
+    if tape is None or tape._ref.state != "recording":
+        tape = _enclosing_tape_of(node) or tape
     if tape is None:
         raise TapeError(_unusable(node.tape))
     tape.backward(t, gradient, create_graph=create_graph, trace=trace)
+
+
+def _enclosing_tape_of(node):
+    """The nearest tape, of those that ``node``'s own tape was nested in, that recorded ``node`` too and can still
+    be replayed, or None. A transform's own tape (``tg.grad``'s, ``tg.value_and_grad``'s) is released on its way
+    out, while the block around the call recorded the same ops: its results' backward() replays that block's tape.
+    The tape is checked to hold the node's entry: one that does not would give every input a zero gradient."""
+    key = entry_key(node)
+    for ref in reversed(node.tape.outer):
+        tape = ref()
+        if tape is not None and ref.state == "recording" and any(e() is key for e in tape._entries):
+            return tape
+    return None
