@@ -155,6 +155,22 @@ def test_a_shared_gradient_buffer_is_copied_for_each_leaf():
     assert not np.shares_memory(a.grad, b.grad)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_gradient_has_its_leafs_memory_layout(order):
+    # PyTorch's contract for .grad: W used transposed (here through an elementwise op, whose rule gives the
+    # gradient of W.T in the layout of W.T) still gets a gradient laid out as W is, so that an update
+    # (p.data -= lr * p.grad) runs through both arrays in one order
+    data = np.asarray(np.arange(12.0).reshape(3, 4), order=order)
+    w = tg.Tensor(data, requires_grad=True)
+    with tape.record():
+        y = (w.T * 2.0).sum()
+    y.backward()
+    assert w.grad.strides == data.strides
+    np.testing.assert_array_equal(w.grad, np.full((3, 4), 2.0))
+    grads = tg.grad(lambda w: (w.T * 2.0).sum())(tg.Tensor(data))
+    assert grads.data.strides == data.strides
+
+
 def test_user_gradient_argument_is_not_modified_or_aliased():
     x = leaf([1.0, 2.0])
     seed = np.array([1.0, 1.0])

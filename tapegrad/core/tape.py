@@ -575,7 +575,7 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
     node = t._node
     if node is None:
         g = seed(t, gradient, "backward")  # raises the "no tape recorded this tensor" error for constants
-        write_grad(t, fresh(g, t._data.dtype, 2))
+        write_grad(t, fresh(g, t._data.dtype, 2, t._data))
         return
     tape = node.tape()
     if tape is None or tape._ref.state != "recording":

@@ -37,7 +37,24 @@ def _matmul_vjp_x(xp, g, ans, x, y):
         if y.ndim == 2:  # y @ g, one op (under vmap, one product for the batch of vectors g)
             return xp.matmul(y, g)
         return xp.squeeze(xp.matmul(y, xp.expand_dims(g, -1)), -1)
-    return xp.matmul(g, xp.swapaxes(y, -1, -2))
+    if _column_major(x):  # x is A.T (W.T @ h): (y g^T)^T, in x's layout, so that A's gradient is A's own layout
+        return mT(xp, xp.matmul(y, mT(xp, g)))
+    return xp.matmul(g, mT(xp, y))
+
+
+def _column_major(a) -> bool:
+    """Whether the last two axes of ``a`` (a NumPy array, or a recorded replay's tensor of one) run down its
+    columns: a transposed matrix, ``W.T``.
+
+    A product's gradient for such an operand is computed transposed, as PyTorch's does: ``(g^T x)^T`` is the
+    same matrix as ``x^T g``, but its memory runs as ``W``'s, so ``x @ W.T`` (every ``nn.Linear``) gives ``W``
+    its gradient without a copy across the rows (at 784 x 512 that copy costs half a product)."""
+    if a.__class__ is not np.ndarray:
+        a = data(a)  # a recorded replay's too (tg.compile traces one): its programs make eager's NumPy calls
+        if a.__class__ is not np.ndarray:  # another library's arrays: as written
+            return False
+    shape, strides = a.shape, a.strides
+    return shape[-1] > 1 and shape[-2] > 1 and strides[-2] < strides[-1]
 
 
 def _matmul_vjp_y(xp, g, ans, x, y):
@@ -51,7 +68,9 @@ def _matmul_vjp_y(xp, g, ans, x, y):
         if x.ndim == 2:  # (m, k) @ (k,) -> (m,): x^T g is g @ x, one op (hvp and hessian replay it on tensors)
             return xp.matmul(g, x)
         return xp.squeeze(xp.matmul(xp.swapaxes(x, -1, -2), xp.expand_dims(g, -1)), -1)
-    return xp.matmul(xp.swapaxes(x, -1, -2), g)
+    if _column_major(y):  # y is W.T (x @ W.T, nn.Linear's product): (g^T x)^T, in y's layout (see above)
+        return mT(xp, xp.matmul(mT(xp, g), x))
+    return xp.matmul(mT(xp, x), g)
 
 
 matmul = defop(
