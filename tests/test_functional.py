@@ -220,6 +220,17 @@ def test_a_transforms_result_whose_outer_block_was_released_refuses_backward():
     assert x.grad is None
 
 
+def test_a_transforms_result_whose_outer_block_was_dropped_says_so():
+    # The context keeps the latest block's tape only: the error names that, not the transform's own release
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tape.record():
+        g = tg.grad(lambda x: x**3)(x)
+    with tape.record():
+        x * 2.0
+    with pytest.raises(tg.TapeError, match="dropped before backward"):
+        g.backward()
+
+
 def test_a_tape_that_did_not_record_a_value_is_never_the_one_its_backward_replays():
     # Only a tape holding the value's entry may stand in for the value's own: t2 recorded t1's recorded replay
     # (so t1 counts t2 as a tape it was nested in) but not y, and replaying t2 from y would give x no gradient

@@ -581,7 +581,7 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
     if tape is None or tape._ref.state != "recording":
         tape = _enclosing_tape_of(node) or tape
     if tape is None:
-        raise TapeError(_unusable(node.tape))
+        raise TapeError(_unusable(_why_gone(node.tape)))
     tape.backward(t, gradient, create_graph=create_graph, trace=trace)
 
 
@@ -596,3 +596,13 @@ def _enclosing_tape_of(node):
         if tape is not None and ref.state == "recording" and any(e() is key for e in tape._entries):
             return tape
     return None
+
+
+def _why_gone(ref):
+    """Whose state explains that a value's tape is gone: its own, or, for a tape released on its way out (a
+    transform's), the block around it that was dropped before backward() (the context keeps one block's tape)."""
+    if ref.state == "released":
+        for outer in reversed(ref.outer):
+            if outer() is None and outer.state == "recording":
+                return outer
+    return ref
