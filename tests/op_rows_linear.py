@@ -1,5 +1,6 @@
 """Op-table rows for tapegrad/ops/linear.py: contractions, convolutions, diagonals, and the functions composed
-of them (``dot``, ``vdot``, ``inner``, ``outer``, ``kron``, ``diag``, ``matvec``, ``vecmat``, ``vecdot``).
+of them (``dot``, ``vdot``, ``inner``, ``outer``, ``kron``, ``diag``, ``matvec``, ``vecmat``, ``vecdot``); and
+nn.Linear's op, ``linear`` (tapegrad/nn/_linear_op.py).
 
 ``einsum`` examples cover one to three operands, repeated indices (``ii->i``, ``ii``, ``iij->ij``), ``...``
 with broadcasting, implicit output and ``optimize=``; its property draws subscripts from the same templates
@@ -137,7 +138,25 @@ def _any_two():
     return st.tuples(st.tuples(tgst.shapes(max_dims=3), tgst.shapes(max_dims=3)), st.just({}))
 
 
+@st.composite
+def _linear_draw(draw):
+    # nn.Linear's shapes: x (..., in) with up to two leading axes, weight (out, in), bias (out,)
+    n_in, n_out = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    return (lead + (n_in,), (n_out, n_in), (n_out,)), {}
+
+
 ROWS = (
+    OpCase(
+        "linear",
+        ref=lambda x, w, b: x @ w.T + b,
+        examples=(
+            (((5, 4), (3, 4), (3,)), {}),
+            (((2, 5, 4), (3, 4), (3,)), {}),
+            (((4,), (3, 4), (3,)), {}),
+        ),
+        draw=_linear_draw,
+    ),
     OpCase(
         "tensordot",
         ref=np.tensordot,

@@ -85,6 +85,33 @@ def test_linear_gradients_are_exact():
     assert tg.gradcheck(fn, layer.weight.data, layer.bias.data)
 
 
+@pytest.mark.parametrize("shape", [(4, 3), (2, 4, 3), (3,)])
+def test_a_linear_layer_is_one_entry_of_the_tape_with_the_compositions_values_and_gradients(shape):
+    # x @ W.T + b as one op (the bias added into the product's own buffer), where the composition records a
+    # transpose, a product and a sum; without a bias it is the product alone
+    layer, x = nn.Linear(3, 2, rng=0), rng.normal(size=shape)
+    with tg.record() as t:
+        y = layer(tg.Tensor(x))
+        ops = [e.op for e in t.entries]
+        (y**2).sum().backward()
+    assert ops == ["linear"]
+    np.testing.assert_allclose(y.data, x @ layer.weight.data.T + layer.bias.data, rtol=1e-12)
+    g = (2 * y.data).reshape(-1, 2)
+    np.testing.assert_allclose(layer.weight.grad, g.T @ x.reshape(-1, 3), rtol=1e-12)
+    np.testing.assert_allclose(layer.bias.grad, g.sum(axis=0), rtol=1e-12)
+    assert layer.weight.grad.strides == layer.weight.data.strides
+    with tg.record() as t:
+        nn.Linear(3, 2, bias=False, rng=0)(tg.Tensor(x))
+    assert "linear" not in [e.op for e in t.entries]
+
+
+def test_a_linear_layer_keeps_numpys_promotion_of_a_wider_bias():
+    # float32 input and weight, float64 bias: float64 out, as x @ W.T + b gives (not the bias cast into float32)
+    x, w = tg.Tensor(np.ones((2, 3), np.float32)), tg.Tensor(np.ones((4, 3), np.float32))
+    out = nn.functional.linear(x, w, tg.Tensor(np.full(4, 1e-9)))
+    assert out.dtype == np.float64 and out.data[0, 0] == 3.0 + 1e-9
+
+
 def test_state_dict_round_trip_copies_and_restores():
     a, b = Net(), Net()
     for p in b.parameters():

@@ -53,6 +53,7 @@ from ..ops import (  # noqa: F401  (re-exported)
 from ..ops import log_sigmoid as logsigmoid
 from ._attention_functions import scaled_dot_product_attention  # noqa: F401
 from ._indices import in_range
+from ._linear_op import linear as _linear_op
 from ._loss_functions import (  # noqa: F401
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -146,12 +147,16 @@ def log_softmax(input: Tensor, dim: int | None = None, dtype=None) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``x @ weight.T + bias``, with ``weight`` of shape ``(out_features, in_features)``.
+    """``x @ weight.T + bias``, with ``weight`` of shape ``(out_features, in_features)``: with a bias of shape
+    ``(out_features,)`` one op (one entry of the tape, the bias added into the product's own buffer, as
+    PyTorch's ``addmm``), else the product and the sum.
 
     >>> import tapegrad as tg
     >>> tg.nn.functional.linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5]))
     Tensor([[3.5]])
     """
+    if bias is not None and weight.ndim == 2 and getattr(bias, "ndim", None) == 1 and getattr(x, "ndim", 0) >= 1:
+        return _linear_op(x, weight, bias)  # one entry, the bias added into the product's own buffer
     if x.ndim > 2:  # (..., in) as one (rows, in) matrix: one product each way, no batch of small ones to sum
         out = ops.reshape(ops.matmul(ops.reshape(x, (-1, x.shape[-1])), ops.transpose(weight)), x.shape[:-1] + (-1,))
     else:
