@@ -179,7 +179,7 @@ def fresh(g, dtype, refs, like=None):
 def _order_of(g, like) -> str:
     """How to copy ``g`` to give it ``like``'s layout: ``"K"`` when it has it already (or ``like`` has neither
     order, a view), else ``"C"`` or ``"F"``."""
-    if g.strides == like.strides or like.__class__ is not _ndarray:
+    if like.__class__ is not _ndarray or g.strides == like.strides:
         return "K"
     flags = like.flags
     if flags.c_contiguous:

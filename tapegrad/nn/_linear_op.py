@@ -27,12 +27,11 @@ def _product(xp, x, weight):
 
 
 def _linear(x, weight, bias, *, xp=np):
-    out = xp.matmul(_rows(xp, x), xp.swapaxes(weight, -1, -2))
+    out = _product(xp, x, weight)
     if out.__class__ is np.ndarray and np.result_type(out, bias) == out.dtype:
-        out += bias  # the product's own buffer: nothing else holds it
-    else:
-        out = out + bias  # another library's array, or a bias of a wider dtype (NumPy's promotion)
-    return out if x.ndim == 2 else xp.reshape(out, tuple(x.shape[:-1]) + (weight.shape[0],))
+        out += bias  # the product's own buffer (or a reshaped view of it): nothing else holds it
+        return out
+    return out + bias  # another library's array, or a bias of a wider dtype (NumPy's promotion)
 
 
 def _vjp_x(xp, g, ans, x, weight, bias):
