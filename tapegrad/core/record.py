@@ -256,11 +256,11 @@ def _unary(op):
         t = _new_tensor(Tensor)
         t._data = out
         t.grad = None
-        t.requires_grad = False
-        t._node = None
         active = _get_active()
         src = (x._node or x) if x.__class__ is Tensor else None  # a node (recorded), the leaf itself, or a constant
         if not (active and src is not None and (src is not x or x.requires_grad or id(x) in _get_watched())):
+            t.requires_grad = False
+            t._node = None
             return t
         top = active[-1]._ref
         if src is not x and src.tape is not top:  # recorded under another tape
@@ -301,8 +301,6 @@ def _binary(op):
         t = _new_tensor(Tensor)
         t._data = out
         t.grad = None
-        t.requires_grad = False
-        t._node = None
         active = _get_active()
         # The keys: a node (a recorded value), the leaf itself, or None (a constant); and who needs a gradient.
         sx = (x._node or x) if x.__class__ is Tensor else None
@@ -310,6 +308,8 @@ def _binary(op):
         bx = sx is not None and (sx is not x or x.requires_grad or id(x) in _get_watched())
         by = sy is not None and (sy is not y or y.requires_grad or id(y) in _get_watched())
         if not (active and (bx or by)):
+            t.requires_grad = False
+            t._node = None
             return t
         top = active[-1]._ref
         if (bx and sx is not x and sx.tape is not top) or (by and sy is not y and sy.tape is not top):

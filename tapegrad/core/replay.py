@@ -175,19 +175,20 @@ def _walk_plain(entries, grads, xp, retain, steps, kept):
                 _pull(op, xp, g, ans, vals, rec, grads, False)
                 continue
             vjps, i = op.vjps, 0
+            args = (xp, g, ans, *vals)  # packed once for all the entry's rules: a call with *vals packs again
             for src in srcs:
                 if (mask >> i) & 1:
-                    gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
+                    gi = vjps[i](*args, **params) if params else vjps[i](*args)
                     if gi is not None:
                         gi = gi if shapes is None or shapes[i] is None else unbroadcast(xp, gi, shapes[i])
                         old = get(src)
-                        if old is None:
-                            grads[src] = gi
-                        else:  # a further contribution (a rule may return g itself, for two inputs or one twice)
-                            _add(grads, src, old, gi)
+                        if old is not None and old.size >= IN_PLACE_FROM:  # a large further contribution
+                            _add(grads, src, old, gi)  # (a rule may return g itself, for two inputs or one twice)
+                        else:  # the first, or a small further one: a new array, as _add would make
+                            grads[src] = gi if old is None else old + gi
                         old = None  # our reference would make an in-place add think the buffer shared
                 i += 1
-            rec = vals = ans = g = gi = None  # nothing of the entry outlives its step
+            rec = vals = ans = g = gi = args = None  # nothing of the entry outlives its step
     except BaseException as err:
         return idx, op, err
     return None
@@ -250,15 +251,15 @@ def _pull(op, xp, g, ans, vals, rec, grads, recorded):
     """One entry's rules: each input that needs a gradient gets its rule's result for the cotangent ``g``, summed
     back to the input's shape where it was broadcast, added into its cotangent in ``grads``."""
     _, srcs, _, _, shapes, params, _, mask = rec
-    vjps = op.vjps
-    joint = (vjps[0](xp, g, ans, *vals, **params) if params else vjps[0](xp, g, ans, *vals)) if op.joint else None
+    vjps, args = op.vjps, (xp, g, ans, *vals)
+    joint = (vjps[0](*args, **params) if params else vjps[0](*args)) if op.joint else None
     i = 0
     for src in srcs:
         if (mask >> i) & 1:
             if joint is not None:  # one rule returned every input's gradient (custom ops, recomputation)
                 gi = joint[i]
             else:
-                gi = vjps[i](xp, g, ans, *vals, **params) if params else vjps[i](xp, g, ans, *vals)
+                gi = vjps[i](*args, **params) if params else vjps[i](*args)
             if gi is not None:
                 if shapes is not None and shapes[i] is not None:
                     gi = unbroadcast(xp, gi, shapes[i])
