@@ -105,6 +105,23 @@ def test_a_linear_layer_is_one_entry_of_the_tape_with_the_compositions_values_an
     assert "linear" not in [e.op for e in t.entries]
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape, b_shape",
+    [((5, 4), (3, 4), (1,)), ((5, 4), (3, 4), (5, 3)), ((2, 5, 4), (3, 4), (1, 3)), ((2, 3, 0), (4, 0), (4,))],
+)
+def test_linear_gives_every_input_a_gradient_of_its_own_shape(x_shape, w_shape, b_shape):
+    # a bias that broadcasts ((1,), (batch, out)) is the composition's, summed back to its shape (PyTorch's);
+    # only a bias of shape (out,) is the one op. No input features (in 0) is the bias alone, at any rank of x
+    arrays = [rng.normal(size=s) for s in (x_shape, w_shape, b_shape)]
+
+    def loss(x, w, b):
+        return (nn.functional.linear(x, w, b) ** 2).sum()
+
+    grads = tg.grad(loss, argnums=(0, 1, 2))(*arrays)
+    assert [np.shape(g) for g in grads] == [x_shape, w_shape, b_shape]
+    assert tg.gradcheck(loss, *arrays)
+
+
 def test_a_linear_layer_keeps_numpys_promotion_of_a_wider_bias():
     # float32 input and weight, float64 bias: float64 out, as x @ W.T + b gives (not the bias cast into float32)
     x, w = tg.Tensor(np.ones((2, 3), np.float32)), tg.Tensor(np.ones((4, 3), np.float32))

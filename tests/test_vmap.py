@@ -18,7 +18,7 @@ import weakref
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from op_table import OPS, shapes_and_kwargs
 
@@ -655,3 +655,44 @@ def test_index_update_with_a_batched_index_is_each_examples_own_update():
         np.testing.assert_allclose(grads[1][b], want[1], rtol=1e-12)
     tangent = tg.vmap(lambda x, i, v: tg.jvp(lambda x, v: f(x, i, v), (x, v), (x, v))[1])(x, idx, v)
     np.testing.assert_allclose(tangent, got, rtol=1e-12)  # linear in (x, v): its own tangent
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in OPS if 0 not in c.constant_inputs and set(range(1, c.arity or 0)) - set(c.constant_inputs)],
+    ids=lambda c: c.name,
+)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_nested_vmap_with_inputs_batched_at_different_levels_equals_the_double_loop(case, data):
+    # The first input batched by one vmap, the others by the other: a batch rule gets each input with size-1 axes
+    # for the level it does not vary on, and must broadcast each input's own batch axes, never read one input's as
+    # another's (nn.Linear's rule once reshaped the bias to the input's axes: wrong values, silently)
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    assume(len(arrays) >= 2)  # a variadic op's draw may give it one input
+    others = [i for i in range(1, len(arrays)) if i not in case.constant_inputs]  # batched by the other vmap
+    b_first = np.stack([arrays[0] * s for s in (1.0, 0.9)])
+    b_others = [np.stack([arrays[i] * s for s in (1.0, 0.95, 0.9)]) for i in others]
+
+    def f(a0, *batched):  # the op with the batched inputs in their places, the constants in theirs
+        xs = [a0, *arrays[1:]]
+        for i, b in zip(others, batched):
+            xs[i] = b
+        return case.fn(*xs, **kwargs)
+
+    def each(j0, j1):
+        return np.asarray(f(*map(tg.Tensor, (b_first[j0], *[b[j1] for b in b_others]))).numpy())
+
+    def first_outside(vm):
+        return vm(lambda a0: vm(lambda *bs: f(a0, *bs))(*b_others))(b_first)
+
+    def first_inside(vm):
+        return vm(lambda *bs: vm(lambda a0: f(a0, *bs))(b_first))(*b_others)
+
+    for run, expected in (
+        (first_outside, np.stack([np.stack([each(i, j) for j in range(3)]) for i in range(2)])),
+        (first_inside, np.stack([np.stack([each(i, j) for i in range(2)]) for j in range(3)])),
+    ):
+        got = _vmapped(f, None, (b_first, *b_others), run=run)
+        assert got.shape == expected.shape, (run.__name__, got.shape, expected.shape)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

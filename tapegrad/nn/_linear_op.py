@@ -10,14 +10,17 @@ copy), ``g`` summed over the rows for ``bias``; all through ``xp``, so a recorde
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..registry import defop
 
 
 def _rows(xp, a):
-    """``a`` of shape ``(..., n)`` as the matrix ``(rows, n)`` (a 2-D ``a`` as it is)."""
-    return a if a.ndim == 2 else xp.reshape(a, (-1, a.shape[-1]))
+    """``a`` of shape ``(..., n)`` as the matrix ``(rows, n)`` (a 2-D ``a`` as it is). The rows are counted, not
+    left to ``-1``, which NumPy cannot infer for an array with no elements (``in_features`` 0)."""
+    return a if a.ndim == 2 else xp.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
 
 
 def _product(xp, x, weight):
@@ -69,10 +72,11 @@ def _batch(k, datas, batched, params):
     bx, bw, bb = batched
     if not (bw or bb):
         return _linear(x, weight, bias)
-    lead = (x if bx else weight if bw else bias).shape[:k]
+    # Each batched input has its own k batch axes, of size 1 along a level it does not vary on (nested vmaps):
+    # its rows, weights and bias keep their own, and the product and the sum broadcast them.
     middle = x.shape[k:-1] if bx else x.shape[:-1]
-    rows = np.reshape(x, (lead if bx else ()) + (-1, x.shape[-1]))
-    out = np.matmul(rows, np.swapaxes(weight, -1, -2)) + (np.reshape(bias, lead + (1, -1)) if bb else bias)
+    rows = np.reshape(x, (x.shape[:k] if bx else ()) + (math.prod(middle), x.shape[-1]))
+    out = np.matmul(rows, np.swapaxes(weight, -1, -2)) + (np.expand_dims(bias, -2) if bb else bias)
     return np.reshape(out, out.shape[:-2] + middle + (out.shape[-1],))
 
 

@@ -155,8 +155,14 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     >>> tg.nn.functional.linear(tg.Tensor([[1.0, 2.0]]), tg.Tensor([[1.0, 1.0]]), tg.Tensor([0.5]))
     Tensor([[3.5]])
     """
-    if bias is not None and weight.ndim == 2 and getattr(bias, "ndim", None) == 1 and getattr(x, "ndim", 0) >= 1:
+    if (
+        bias is not None
+        and weight.ndim == 2
+        and getattr(bias, "shape", None) == (weight.shape[0],)
+        and getattr(x, "ndim", 0) >= 1
+    ):
         return _linear_op(x, weight, bias)  # one entry, the bias added into the product's own buffer
+    # any other bias (one that broadcasts, (1,) say) is summed back to its shape by the sum's rule
     if x.ndim > 2:  # (..., in) as one (rows, in) matrix: one product each way, no batch of small ones to sum
         out = ops.reshape(ops.matmul(ops.reshape(x, (-1, x.shape[-1])), ops.transpose(weight)), x.shape[:-1] + (-1,))
     else:
