@@ -46,6 +46,7 @@ class Scope:
 
     def __init__(self, persistent: bool = False):
         self.tape = record(persistent=persistent)
+        self.tape.transform_own = True
         self._pending = keep_pending()
 
     def __enter__(self) -> Tape:

@@ -1,6 +1,7 @@
 """The functional transforms against finite differences and closed forms, their structures, and their tapes."""
 
 import collections
+import contextlib
 import gc
 import tracemalloc
 import weakref
@@ -208,6 +209,80 @@ def test_a_transforms_result_recorded_by_an_outer_block_can_call_backward(name, 
         out.backward(seed)
     expected = numerical_jacobian(lambda a: (np.asarray(h(a)) * seed).sum(), [x0.copy()], 0, 1e-6)
     np.testing.assert_allclose(x.grad, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("name", sorted(_INSIDE_A_BLOCK))
+def test_a_transforms_result_replays_its_block_once_as_any_value_of_it(name, nested):
+    # A second backward() raises, whichever tape the first replayed: a transform's result once found the next
+    # block out (held, still recording) and replayed it too, doubling .grad silently
+    h = _INSIDE_A_BLOCK[name]
+    x = tg.Tensor(RNG.standard_normal(3), requires_grad=True)
+    with tape.record(), tape.record() if nested else contextlib.nullcontext():
+        out = h(x)
+    out.backward(np.ones(out.shape))
+    first = x.grad.copy()
+    with pytest.raises(tg.TapeError, match="already called"):
+        out.backward(np.ones(out.shape))
+    np.testing.assert_array_equal(x.grad, first)
+
+
+def test_backward_of_vjps_output_in_a_block_replays_the_block_and_vjp_fn_still_works():
+    # vjp keeps its own tape for vjp_fn; backward() of its output replays the user's block (freeing it, once),
+    # where it replayed vjp's tape: the block kept its saved arrays and a second backward() doubled .grad
+    x = tg.Tensor(RNG.standard_normal(3), requires_grad=True)
+    with tape.record() as t:
+        out, vjp_fn = tg.vjp(_cube_sin, x)
+    out.backward(np.ones(3))
+    assert t.state == "replayed" and t.saved_bytes() == 0
+    expected = np.cos(x.data) * x.data**2 + 2 * x.data * np.sin(x.data)
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-12)
+    with pytest.raises(tg.TapeError, match="already called"):
+        out.backward(np.ones(3))
+    np.testing.assert_allclose(x.grad, expected, rtol=1e-12)
+    np.testing.assert_allclose(vjp_fn(np.ones(3))[0], expected, rtol=1e-12)
+
+
+def test_a_transforms_result_after_its_blocks_replay_failed_names_the_failure():
+    x = tg.Tensor(RNG.standard_normal(3), requires_grad=True)
+    with tape.record():
+        g = tg.grad(lambda x: _cube_sin(x).sum())(x)
+        s = g.sum()
+    hook = x.register_hook(lambda g: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        s.backward()
+    hook.remove()
+    with pytest.raises(tg.TapeError, match="failed"):  # it said "release() was called", which the user never did
+        g.backward(np.ones(3))
+
+
+def test_a_create_graph_replay_gives_each_leaf_a_gradient_of_its_own():
+    # a + b hands both leaves one cotangent: each .grad (and each of grad's results) is a tensor of its own,
+    # the user's to change, as a plain replay's are; they were one tensor, and writing b.grad changed a.grad
+    c = RNG.standard_normal((3, 2))
+    a0, b0 = RNG.standard_normal(3), RNG.standard_normal(3)
+    a, b = tg.Tensor(a0, requires_grad=True), tg.Tensor(b0, requires_grad=True)
+    with tape.record():
+        ((a + b) @ c).sum().backward(create_graph=True)
+        ga, gb = tg.grad(lambda a, b: (((a + b) @ c) ** 2).sum(), argnums=(0, 1))(a, b)
+        assert a.grad is not b.grad and not np.shares_memory(a.grad.data, b.grad.data)
+        assert ga is not gb and not np.shares_memory(ga.data, gb.data)
+        b.grad.data[0] = 100.0
+        np.testing.assert_allclose(a.grad.data, c.sum(axis=1), rtol=1e-12)
+        a.grad = b.grad = None
+        second = (ga * gb).sum()
+    second.backward()  # the copies still differentiate
+
+    def expected(a_):
+        g = 2 * ((a_ + b0) @ c) @ c.T
+        return (g * g).sum()
+
+    np.testing.assert_allclose(a.grad, numerical_jacobian(expected, [a0.copy()], 0, 1e-6), atol=1e-6)
+    with tape.record() as t:  # a plain replay's gradient() of two recorded values: two arrays (it was one)
+        u, v = a * 2.0, b * 2.0
+        gu, gv = t.gradient(((u + v) @ c).sum(), [u, v])
+    assert not np.shares_memory(gu, gv)
+    np.testing.assert_allclose(gu, c.sum(axis=1), rtol=1e-12)
 
 
 def test_a_transforms_result_whose_outer_block_was_released_refuses_backward():

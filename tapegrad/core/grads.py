@@ -130,13 +130,20 @@ def hand_over(grads, *, xp, recorded, leaves, wanted, found, upstream, leftovers
             if upstream and id(key.tape()) in upstream:
                 leftovers.append((key, g))
         elif leaves and key.requires_grad:
+            refs = _getrefcount(g) - 1  # on its own line, as above
             if recorded:
-                write_grad(key, g, xp)
+                write_grad(key, _unshared(xp, g, refs), xp)
                 keeps_its_tape(key.grad, home)
             else:
-                refs = _getrefcount(g) - 1  # on its own line, as above
                 write_grad(key, fresh(g, key._data.dtype, refs, key._data))
         key = g = None  # a buffer handed to .grad must not stay referenced from this frame
+
+
+def _unshared(xp, g, refs):
+    """On a recorded replay: ``g``, or its copy as an op (``positive``) where more than the caller's local holds it
+    (``refs``, as :func:`fresh` counts them): two leaves handed one cotangent (``a + b`` hands both ``g``) get a
+    ``.grad`` each, the user's to change, as a plain replay's :func:`fresh` copies (and PyTorch)."""
+    return xp.positive(g) if refs > 1 else g
 
 
 def keeps_its_tape(g, tape):

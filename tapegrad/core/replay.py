@@ -127,6 +127,7 @@ def replay(entries, roots, *, create_graph, retain, leaves, wanted=None, observe
             failure = ("leaves", None, err)
         if found:
             _real_sources(found, wanted, xp)
+            _distinct(found, xp, create_graph)
     return Outcome(found, leftovers, failure, kept)
 
 
@@ -142,6 +143,17 @@ def _real_sources(found, wanted, xp) -> None:
                 found[key] = xp.real(g)
         elif is_complex(g):
             found[key] = fresh(g, dtype, 2)  # its real part, in a buffer of its own
+
+
+def _distinct(found, xp, recorded) -> None:
+    """Each ``gradient()`` source gets a gradient of its own: sources handed one cotangent (``u + v`` hands both
+    ``g``) would get one array, and a change to one result would change the others. A copy, as an op
+    (``positive``) on a recorded replay."""
+    seen = set()
+    for key, g in found.items():
+        if g is not None and id(g) in seen:
+            found[key] = xp.positive(g) if recorded else fresh(g, g.dtype, 2)
+        seen.add(id(g))
 
 
 def _walk_plain(entries, grads, xp, retain, steps, kept):

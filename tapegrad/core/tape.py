@@ -116,6 +116,9 @@ class BaseTape:
         self.site = None  # (file, line) where record() made it, for the dropped-tape warning
         self._serial = next(_serials)  # creation order: a tape can only use values of tapes made before it
         self._differentiated = False  # replayed with create_graph: its gradients are values later tapes may use
+        # A transform's own tape (tapegrad._scope.Scope's): backward() of a value it recorded inside a record()
+        # block replays the block's tape, as for any value of the block, never this one (tg.vjp keeps it for vjp_fn)
+        self.transform_own = False
         self._upstream: dict = {}  # such tapes whose values this one used: kept alive, replays continue into them
         live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
 
@@ -442,7 +445,7 @@ class BaseTape:
         self._upstream = {}
         self._ref.state = "replayed"
         for key, _ in roots:  # a kept loss then holds a shared ref, not one per tape (88 bytes a step)
-            if key.__class__ is Node and key.tape is self._ref:
+            if key.__class__ is Node and (key.tape is self._ref or _replayed_for(key, self._ref)):
                 key.tape = REPLAYED
         if PENDING.get() is self:
             PENDING.set(None)
@@ -577,12 +580,29 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
         g = seed(t, gradient, "backward")  # raises the "no tape recorded this tensor" error for constants
         write_grad(t, fresh(g, t._data.dtype, 2, t._data))
         return
-    tape = node.tape()
-    if tape is None or tape._ref.state != "recording":
-        tape = _enclosing_tape_of(node) or tape
+    tape = _tape_to_replay(node)
     if tape is None:
         raise TapeError(_unusable(_why_gone(node.tape)))
     tape.backward(t, gradient, create_graph=create_graph, trace=trace)
+
+
+def _tape_to_replay(node):
+    """The tape whose replay ``backward()`` of ``node``'s tensor runs, or None. Its own tape, unless that is gone or
+    a transform's own (``transform_own``, which ``tg.vjp`` keeps for ``vjp_fn``): then the nearest enclosing tape
+    that recorded it (a transform's results are tensors only inside a block)."""
+    return node.tape() if _own_replays(node.tape) else _enclosing_tape_of(node)
+
+
+def _own_replays(ref) -> bool:
+    """Whether backward() of a value of the tape behind ``ref`` replays that tape (else an enclosing one)."""
+    own = ref()
+    return own is not None and ref.state == "recording" and not own.transform_own
+
+
+def _replayed_for(node, ref) -> bool:
+    """Whether the tape behind ``ref`` replayed in place of ``node``'s own (an enclosing tape, for a transform's
+    result): the node is then consumed, as any value is by its own tape's replay, and a second backward() raises."""
+    return not _own_replays(node.tape) and any(r is ref for r in node.tape.outer)
 
 
 def _enclosing_tape_of(node):
@@ -599,10 +619,11 @@ def _enclosing_tape_of(node):
 
 
 def _why_gone(ref):
-    """Whose state explains that a value's tape is gone: its own, or, for a tape released on its way out (a
-    transform's), the block around it that was dropped before backward() (the context keeps one block's tape)."""
-    if ref.state == "released":
+    """Whose state explains that a value's tape cannot be replayed: its own, or, for a transform's own tape (released
+    on its way out, or ``tg.vjp``'s), the nearest block around it that was replayed, failed, or was dropped before
+    backward() (the context keeps one block's tape)."""
+    if ref.state == "released" or (ref.state == "recording" and ref() is not None):
         for outer in reversed(ref.outer):
-            if outer() is None and outer.state == "recording":
+            if outer.state in ("replayed", "failed") or (outer() is None and outer.state == "recording"):
                 return outer
     return ref
