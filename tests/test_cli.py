@@ -114,6 +114,7 @@ FAST_RUNS = [
     ["benchmarks/functional.py", "--rounds", "1"],
     ["-m", "benchmarks.mlp_gap", "--tiny", "--rounds", "1"],
     ["-m", "benchmarks.mlp_gap", "--cold-cache", "1", "--rounds", "2"],
+    ["-m", "benchmarks.tape_floor", "--rounds", "2"],
     ["-m", "benchmarks.speed", "--rounds", "1", "--only", "chain", "--engines", "tapegrad"],
     ["-m", "benchmarks.memory", "--replot", "docs/memory.json"],
     ["benchmarks/gpu_check.py"],

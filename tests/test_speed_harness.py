@@ -129,3 +129,21 @@ def test_the_cold_cache_backwards_compute_the_same_gradients_and_fill_between_ev
     assert len(calls) == 2 * per_backward
     for g, want in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+def test_every_level_of_the_tape_floor_is_a_tape_with_exact_gradients(monkeypatch):
+    # The floor's levels are measured as tapes: each must give the chain's gradients, and a wrong rule fails
+    from benchmarks import tape_floor
+
+    tape_floor.check(TINY)
+    monkeypatch.setattr(tape_floor.TANH, "vjps", (lambda xp, g, ans, x: g * (1 + ans * ans),))
+    with pytest.raises(AssertionError, match="tape_floor level 'list'"):
+        tape_floor.check(TINY)
+
+
+def test_the_tape_floor_times_every_level_and_engine_paired_with_the_node_graph():
+    from benchmarks import tape_floor
+
+    per_op, ratio = tape_floor.measure(2, TINY)
+    assert {"list", "weak", "record", "tapegrad", "nodegraph"} <= set(per_op)
+    assert ratio["nodegraph"] == 1.0 and all(f > 0 and b > 0 for f, b in per_op.values())
