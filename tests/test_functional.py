@@ -227,6 +227,22 @@ def test_a_transforms_result_replays_its_block_once_as_any_value_of_it(name, nes
     np.testing.assert_array_equal(x.grad, first)
 
 
+def test_a_value_whose_tape_replayed_is_not_replayed_again_by_an_enclosing_tape():
+    # z.backward() consumed the inner tape; y.backward() replayed the outer one, which recorded y too, and
+    # counted x's gradient twice, silently: a tape that replayed (or failed) is the error's reason
+    x = tg.Tensor(RNG.standard_normal(3), requires_grad=True)
+    with tape.record() as outer, tape.record() as inner:
+        y = tg.sin(x) * x
+        z = (y * 2.0).sum()
+    z.backward()
+    assert inner.state == "replayed"
+    first = x.grad.copy()
+    with pytest.raises(tg.TapeError, match="already called"):
+        y.backward(np.ones(3))
+    np.testing.assert_array_equal(x.grad, first)
+    assert outer.state == "recording"  # the user's to replay for what it recorded
+
+
 def test_backward_of_vjps_output_in_a_block_replays_the_block_and_vjp_fn_still_works():
     # vjp keeps its own tape for vjp_fn; backward() of its output replays the user's block (freeing it, once),
     # where it replayed vjp's tape: the block kept its saved arrays and a second backward() doubled .grad

@@ -94,10 +94,11 @@ class TapeRef(weakref.ref):
 
     ``outer`` holds the references of the tapes that were active when this one was: an op on this tape's
     nodes recorded there is nested use, not a value carried over from an earlier tape. ``failure`` says where
-    a replay that raised stopped (state "failed").
+    a replay that raised stopped (state "failed"). ``transform_own``: the tape is a transform's own (see
+    :attr:`tapegrad.core.tape.BaseTape.transform_own`), known after the tape is gone.
     """
 
-    __slots__ = ("state", "outer", "failure")
+    __slots__ = ("state", "outer", "failure", "transform_own")
 
 
 class _Gone:
@@ -105,7 +106,7 @@ class _Gone:
 
 
 REPLAYED = TapeRef(_Gone())  # already dead: what the targets of a consumed replay point at
-REPLAYED.state, REPLAYED.outer = "replayed", ()
+REPLAYED.state, REPLAYED.outer, REPLAYED.transform_own = "replayed", (), False
 
 
 class Entry(weakref.ref):

@@ -107,6 +107,7 @@ class BaseTape:
         self._ref = TapeRef(self)
         self._ref.state = "recording"
         self._ref.outer = ()
+        self._ref.transform_own = False
         self._watched: dict[int, Tensor] = {}
         self._compact_at = 1024
         self._replays = 0  # replays walking the list now: compaction waits for them
@@ -116,9 +117,6 @@ class BaseTape:
         self.site = None  # (file, line) where record() made it, for the dropped-tape warning
         self._serial = next(_serials)  # creation order: a tape can only use values of tapes made before it
         self._differentiated = False  # replayed with create_graph: its gradients are values later tapes may use
-        # A transform's own tape (tapegrad._scope.Scope's): backward() of a value it recorded inside a record()
-        # block replays the block's tape, as for any value of the block, never this one (tg.vjp keeps it for vjp_fn)
-        self.transform_own = False
         self._upstream: dict = {}  # such tapes whose values this one used: kept alive, replays continue into them
         live_tapes.add(self)  # for tapegrad.debug.live_tapes(); weak, so it keeps no tape alive
 
@@ -212,6 +210,24 @@ class BaseTape:
     def state(self) -> str:
         """'recording' (open or closed, not yet replayed), 'replayed', 'released' or 'failed'."""
         return self._ref.state
+
+    @property
+    def transform_own(self) -> bool:
+        """Whether this is a transform's own tape (``tg.grad``'s, ``tg.vjp``'s: :class:`tapegrad._scope.Scope`
+        sets it): ``backward()`` of a value it recorded inside a ``record()`` block replays the block's tape, as
+        for any value of the block, never this one, which the transform releases (or ``vjp_fn`` keeps).
+
+        >>> import tapegrad as tg
+        >>> with tg.record() as t:
+        ...     pass
+        >>> t.transform_own
+        False
+        """
+        return self._ref.transform_own
+
+    @transform_own.setter
+    def transform_own(self, value: bool) -> None:
+        self._ref.transform_own = bool(value)
 
     def saved_bytes(self, *, excluding=None) -> int:
         """Bytes of the arrays this tape keeps for backward (each array counted once), leaving out the entry
@@ -587,22 +603,27 @@ def backward_of(t: Tensor, gradient=None, create_graph: bool = False, trace=Fals
 
 
 def _tape_to_replay(node):
-    """The tape whose replay ``backward()`` of ``node``'s tensor runs, or None. Its own tape, unless that is gone or
-    a transform's own (``transform_own``, which ``tg.vjp`` keeps for ``vjp_fn``): then the nearest enclosing tape
-    that recorded it (a transform's results are tensors only inside a block)."""
-    return node.tape() if _own_replays(node.tape) else _enclosing_tape_of(node)
+    """The tape whose replay ``backward()`` of ``node``'s tensor runs, or None: its own while it records, else, where
+    another tape stands in for it (:func:`_stands_in`), the nearest enclosing tape that recorded the value too. A
+    tape that replayed (or failed to) is the answer's reason: falling back on another would count the value twice."""
+    ref = node.tape
+    if ref.state == "recording" and not ref.transform_own:
+        tape = ref()
+        if tape is not None:
+            return tape
+    return _enclosing_tape_of(node) if _stands_in(ref) else None
 
 
-def _own_replays(ref) -> bool:
-    """Whether backward() of a value of the tape behind ``ref`` replays that tape (else an enclosing one)."""
-    own = ref()
-    return own is not None and ref.state == "recording" and not own.transform_own
+def _stands_in(ref) -> bool:
+    """Whether an enclosing tape may replay the values of the tape behind ``ref``: a transform's own
+    (``transform_own``: released on its way out, or kept by ``vjp_fn``), one released, or one dropped unreplayed."""
+    return ref.transform_own or ref.state == "released" or (ref.state == "recording" and ref() is None)
 
 
 def _replayed_for(node, ref) -> bool:
-    """Whether the tape behind ``ref`` replayed in place of ``node``'s own (an enclosing tape, for a transform's
-    result): the node is then consumed, as any value is by its own tape's replay, and a second backward() raises."""
-    return not _own_replays(node.tape) and any(r is ref for r in node.tape.outer)
+    """Whether the tape behind ``ref`` replayed in place of ``node``'s own: the node is then consumed, as any value is
+    by its own tape's replay, and a second backward() raises."""
+    return _stands_in(node.tape) and any(r is ref for r in node.tape.outer)
 
 
 def _enclosing_tape_of(node):
@@ -619,10 +640,10 @@ def _enclosing_tape_of(node):
 
 
 def _why_gone(ref):
-    """Whose state explains that a value's tape cannot be replayed: its own, or, for a transform's own tape (released
-    on its way out, or ``tg.vjp``'s), the nearest block around it that was replayed, failed, or was dropped before
-    backward() (the context keeps one block's tape)."""
-    if ref.state == "released" or (ref.state == "recording" and ref() is not None):
+    """Whose state explains that a value's tape cannot be replayed: its own, or, where an enclosing tape could have
+    stood in (:func:`_stands_in`: a transform's own tape, say), the nearest block around it that was replayed,
+    failed, or was dropped before backward() (the context keeps one block's tape)."""
+    if _stands_in(ref):
         for outer in reversed(ref.outer):
             if outer.state in ("replayed", "failed") or (outer() is None and outer.state == "recording"):
                 return outer
