@@ -107,7 +107,13 @@ def test_a_linear_layer_is_one_entry_of_the_tape_with_the_compositions_values_an
 
 @pytest.mark.parametrize(
     "x_shape, w_shape, b_shape",
-    [((5, 4), (3, 4), (1,)), ((5, 4), (3, 4), (5, 3)), ((2, 5, 4), (3, 4), (1, 3)), ((2, 3, 0), (4, 0), (4,))],
+    [
+        ((5, 4), (3, 4), (1,)),
+        ((5, 4), (3, 4), (5, 3)),
+        ((2, 5, 4), (3, 4), (1, 3)),
+        ((2, 3, 0), (4, 0), (4,)),
+        ((2, 3, 0), (4, 0), (1,)),
+    ],
 )
 def test_linear_gives_every_input_a_gradient_of_its_own_shape(x_shape, w_shape, b_shape):
     # a bias that broadcasts ((1,), (batch, out)) is the composition's, summed back to its shape (PyTorch's);

@@ -17,6 +17,7 @@ that draw random numbers (``dropout``) take a ``numpy.random.Generator``.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -164,7 +165,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return _linear_op(x, weight, bias)  # one entry, the bias added into the product's own buffer
     # any other bias (one that broadcasts, (1,) say) is summed back to its shape by the sum's rule
     if x.ndim > 2:  # (..., in) as one (rows, in) matrix: one product each way, no batch of small ones to sum
-        out = ops.reshape(ops.matmul(ops.reshape(x, (-1, x.shape[-1])), ops.transpose(weight)), x.shape[:-1] + (-1,))
+        rows = ops.reshape(x, (math.prod(x.shape[:-1]), x.shape[-1]))  # counted: -1 is ambiguous with no features
+        out = ops.reshape(ops.matmul(rows, ops.transpose(weight)), x.shape[:-1] + (weight.shape[0],))
     else:
         out = ops.matmul(x, ops.transpose(weight))
     return out if bias is None else out + bias
