@@ -526,3 +526,22 @@ def test_check_saved_catches_writes_tapegrad_cannot_see(write):  # item 21
         y = (x * x).sum()
     write(x)
     y.backward()
+
+
+def test_check_saved_names_the_saved_value_that_changed():
+    # a changed input is named by its position in the entry; "its output" only where the entry keeps its output
+    # (the message said "its output" for the last saved value, which for x * c, keeping no output, is c)
+    for fn, which in ((lambda x, c: x * c, "multiply: input 1 "), (lambda x, c: c * x, "multiply: input 0 ")):
+        x, c = leaf([1.0, 2.0]), np.array([3.0, 4.0])
+        with tg.record(check_saved=True):
+            y = fn(x, c).sum()
+        c[0] = 100.0
+        with pytest.raises(tg.InPlaceModificationError, match=which):
+            y.backward()
+    x = leaf([1.0, 2.0])
+    with tg.record(check_saved=True):
+        e = tg.exp(x)
+        y = e.sum()
+    e.numpy()[0] = 100.0
+    with pytest.raises(tg.InPlaceModificationError, match="exp: its output "):
+        y.backward()

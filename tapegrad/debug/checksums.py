@@ -27,7 +27,7 @@ import zlib
 import numpy as np
 
 from ..backend import is_array, to_numpy
-from ..core.node import OP, kept_values
+from ..core.node import OP, SAVED, kept_values
 from ..errors import InPlaceModificationError
 from .anomaly import info_of
 
@@ -71,7 +71,13 @@ class ChecksumObserver:
         if sums is not None and _sums(rec) != sums:
             values = kept_values(rec)
             i = next(k for k, (now, then) in enumerate(zip(_sums(rec), sums)) if now != then)
-            what = "its output" if i == len(values) - 1 else f"input {i}"
+            # kept_values: the saved inputs, then the outputs kept (none when the rules read only inputs)
+            n_saved = len(rec[SAVED])
+            what = (
+                f"input {i}"
+                if i < n_saved
+                else ("its output" if len(values) == n_saved + 1 else f"output {i - n_saved}")
+            )
             raise InPlaceModificationError(
                 f"{rec[OP].name}: {what} (shape {tuple(values[i].shape)}), which the tape saved for backward, was "
                 "changed after it was recorded by a write tapegrad could not see (x.data[i] = ..., "
