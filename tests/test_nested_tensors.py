@@ -225,6 +225,20 @@ def test_tgs_own_ops_refuse_a_list_holding_tensors_naming_the_op():
     numpy.testing.assert_allclose(x.grad, (X + [1, 2, 3]).sum() + (X.sum() + 1.0))
 
 
+def test_a_masked_array_input_is_refused_naming_the_op():
+    # NumPy's functions skip a masked array's masked entries, its rules would not: x * m had the value of m's data
+    # and the gradient of m's masked entries left as g, silently. The tape stays usable after the refusal
+    m = numpy.ma.masked_array([10.0, 20.0, 30.0], mask=[0, 1, 0])
+    x = tg.Tensor(X, requires_grad=True)
+    with tg.record():
+        for fn, name in ((lambda: x * m, "multiply"), (lambda: tg.exp(m), "exp"), (lambda: tg.add(x, m), "add")):
+            with pytest.raises(TypeError, match=rf"^{name}: an input is a masked array.*filled"):
+                fn()
+        y = (x * m.filled(0.0)).sum()
+    y.backward()
+    numpy.testing.assert_array_equal(x.grad, [10.0, 0.0, 30.0])
+
+
 def test_the_error_inside_numpy_leaves_the_tape_usable():
     x = tg.Tensor(X, requires_grad=True)
     with tg.record():

@@ -13,6 +13,7 @@ the constants' and the comparisons' ops as much as the recorded ones. While a co
 
 from __future__ import annotations
 
+import sys
 import weakref
 from types import MappingProxyType
 
@@ -541,9 +542,15 @@ def _foreign_inputs(op, srcs, top, active):
 def _lists_as_arrays(op, args, datas) -> list:
     """``datas`` with list and tuple inputs as arrays (what NumPy would make of them, and what the rules and the
     saved shapes expect; changed in place). One holding tensors (``tg.exp([t0, t1])``) would silently be a
-    constant: refused, naming the op."""
+    constant: refused, naming the op; so is a masked array, whose mask the rules cannot follow."""
     for i, a in enumerate(args):
         if a.__class__ not in (list, tuple):
+            if _masked(a):
+                raise TypeError(
+                    f"{op.name}: an input is a masked array (numpy.ma), whose masked entries NumPy's functions skip "
+                    "and tapegrad's rules cannot: its gradient would disagree with its value. Pass m.filled(value), "
+                    "or np.asarray(m) for its data with the mask dropped"
+                )
             continue
         if holds_tensor(a):
             raise NestedTensorError(
@@ -553,6 +560,11 @@ def _lists_as_arrays(op, args, datas) -> list:
             )
         datas[i] = np.asarray(a)
     return datas
+
+
+def _masked(a) -> bool:
+    ma = sys.modules.get("numpy.ma")  # not imported: no masked array exists (importing it costs 50 ms)
+    return ma is not None and isinstance(a._data if isinstance(a, Tensor) else a, ma.MaskedArray)
 
 
 def _forward_any(op, args, datas, params):
