@@ -131,6 +131,19 @@ def test_asyncio_tasks_on_one_thread_record_on_their_own_tapes():  # item 5
     np.testing.assert_allclose(grads["B"], [6.0, 12.0])
 
 
+def test_a_failed_replay_names_its_entry_whatever_the_failed_record_alone_held():
+    # x * 2 is held only by the failing entry's record: the compiled walk freed that record before the tape
+    # numbered the failure (its input's entry died with it), and named entry 0 where the Python walk said 1
+    x, w = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    with tg.record():
+        loss = ((x * 2.0) * w).sum()  # entries: 0 x * 2, 1 (x * 2) * w, 2 sum
+    w.data += 1.0
+    with pytest.raises(tg.InPlaceModificationError):
+        loss.backward()
+    with pytest.raises(tg.TapeError, match=r"failed at entry 1 \(multiply\) with InPlaceModificationError"):
+        loss.backward()
+
+
 def test_a_backward_that_fails_midway_leaves_a_tape_that_says_so():  # item 6
     x = leaf([1.0, 2.0])
     with tg.record():

@@ -863,6 +863,14 @@ static PyObject *walk_plain(PyObject *self, PyObject *const *argv, Py_ssize_t na
             }
         }
         Py_DECREF(g);
+        /* a failed entry's record goes to kept, as the Python walk's does: its inputs' entries stay as they were
+         * until the tape has numbered the failure (a record freed here would free nodes only it held) */
+        if (status < 0) { /* the rule's error stays the one reported */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (PyList_Append(kept, rec) < 0) PyErr_Clear();
+            PyErr_Restore(type, value, tb);
+        }
         Py_DECREF(rec); /* nothing of the entry outlives its step */
         if (status < 0) goto fail;
     }

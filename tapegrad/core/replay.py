@@ -202,6 +202,7 @@ def _walk_plain(entries, grads, xp, retain, steps, kept):
                 i += 1
             rec = vals = ans = g = gi = args = None  # nothing of the entry outlives its step
     except BaseException as err:
+        keep(rec)  # its inputs' entries stay as they were until the tape has numbered the failure
         return idx, op, err
     return None
 
