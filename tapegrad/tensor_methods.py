@@ -55,9 +55,28 @@ def _astype(x, dtype):
     return ops.astype(x, dtype=np.dtype(dtype) if x._data.__class__ is np.ndarray else dtype)
 
 
-def _reshape(x, *shape):
-    """Give x a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""
-    return ops.reshape(x, shape[0] if len(shape) == 1 else shape)
+def _reshape(x, *shape, order="C"):
+    """Give x a new shape: ``x.reshape(2, 3)`` or ``x.reshape((2, 3))``; ``order="F"`` reads and writes the
+    elements first index fastest, as NumPy's.
+
+    >>> import tapegrad as tg
+    >>> tg.Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).reshape((3, 2), order="F")
+    Tensor([[1., 5.],
+            [4., 3.],
+            [2., 6.]])
+    """
+    return reshaped(x, shape[0] if len(shape) == 1 else shape, order)
+
+
+def reshaped(x, shape, order="C"):
+    """``x`` reshaped to ``shape`` in NumPy's ``order``: "C" (and "A", "K": tensors are C-ordered), or "F", which
+    is the C reshape of the reversed axes, reversed back (so its gradient is the recorded ops')."""
+    if order == "F":
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        return ops.transpose(ops.reshape(ops.transpose(x), shape[::-1]))
+    if order not in ("C", "A", "K", None):
+        raise ValueError(f"reshape: order must be 'C', 'F', 'A' or 'K', got {order!r}")
+    return ops.reshape(x, shape)
 
 
 def _transpose(x, *axes):
@@ -110,9 +129,7 @@ def _flatten(x, start_dim=0, end_dim=-1):
     (2, 12)
     """
     if isinstance(start_dim, str):  # NumPy's flatten(order)
-        if start_dim not in ("C", "A", "K"):
-            raise ValueError(f"flatten(order={start_dim!r}): tensors flatten in C order only")
-        start_dim = 0
+        return reshaped(x, -1, start_dim)
     shape, n = x.shape, x.ndim
     if n == 0:
         return ops.reshape(x, (1,))

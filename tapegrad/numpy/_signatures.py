@@ -20,6 +20,7 @@ import tapegrad.ops as ops
 from tapegrad.ops.linear import einsum_subscripts
 
 from .._tensor import Tensor
+from ..tensor_methods import reshaped
 
 NO = np._NoValue  # NumPy's own marker of a parameter not given
 
@@ -303,19 +304,19 @@ vstack = _stacking("vstack", ops.vstack)
 
 
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
-    """NumPy's ``np.reshape`` on tensors (tapegrad's ``reshape``; C order)."""
-    check_order("reshape", order, ("C", "A"))
+    """NumPy's ``np.reshape`` on tensors (tapegrad's ``reshape``; ``order="F"`` as transposes around it)."""
+    check_order("reshape", order, ("C", "A", "F"))
     if shape is None:
         shape = newshape
     if shape is None:
         raise TypeError("np.reshape() missing the new shape")
-    return ops.reshape(a, shape)
+    return reshaped(a, shape, order)
 
 
 def ravel(a, order="C"):
-    """NumPy's ``np.ravel`` on tensors (tapegrad's ``ravel``; C order)."""
-    check_order("ravel", order)
-    return ops.ravel(a)
+    """NumPy's ``np.ravel`` on tensors (tapegrad's ``ravel``; ``order="F"``: of the transpose)."""
+    check_order("ravel", order, ("C", "K", "A", "F", None))
+    return reshaped(a, -1, order) if order == "F" else ops.ravel(a)
 
 
 def _sorting(name, op):
