@@ -137,7 +137,7 @@ class TapeEscapeWarning(UserWarning):
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_warned: set = set()  # (category, file, line): each site warns once
+_REGISTRY: dict = {}  # warnings' once-per-line registry for a line tapegrad names itself (no frame of it)
 
 
 def numpy_rule_error(name: str, what: str, where: str) -> TapeError:
@@ -167,21 +167,22 @@ def user_frame(frame):
 
 
 def warn_once(message: str, category: type, frame=None, filename=None, lineno=None) -> None:
-    """Warn at the user's line (``frame``, or the first frame outside tapegrad), once per category and line."""
+    """Warn at the user's line (``frame``, or the first frame outside tapegrad), as ``warnings.warn`` with a
+    stacklevel would: once per line under the default filter, through the line's module's registry, so that
+    ``warnings.simplefilter("error")``, ``"always"`` or ``pytest.warns`` set later still see every one."""
+    registry = _REGISTRY
     if filename is None:
         f = user_frame(frame if frame is not None else sys._getframe(1))
         filename, lineno, module = (
             (f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__")) if f else ("?", 0, None)
         )
+        if f is not None:
+            registry = f.f_globals.setdefault("__warningregistry__", {})
     else:
         module = None
-    key = (category, filename, lineno)
-    if key in _warned:
-        return
-    _warned.add(key)
     # module=None would silence the warning: name the file's module as warnings.warn does
     module = module or os.path.splitext(os.path.basename(filename))[0]
-    warnings.warn_explicit(message, category, filename, lineno, module=module)
+    warnings.warn_explicit(message, category, filename, lineno, module=module, registry=registry)
 
 
 def fmt_bytes(n: int) -> str:
