@@ -194,6 +194,27 @@ def test_stats_log_densities_are_minus_inf_outside_the_support_with_finite_gradi
         assert np.isfinite(g).all() and g[0] == 0
 
 
+# (distribution, point, parameters, logpdf): the edge of the support, where SciPy gives the limit of z^(a-1)
+# (finite where the exponent is 0, -inf above, inf below), not the -inf of the outside
+EDGES = [
+    ("gamma", 0.0, (1.0,), 0.0), ("gamma", 0.0, (0.5,), np.inf), ("gamma", 0.0, (2.0,), -np.inf),
+    ("gamma", 1.5, (1.0, 1.5, 2.0), -np.log(2.0)), ("chi2", 0.0, (2.0,), -np.log(2.0)), ("chi2", 0.0, (1.0,), np.inf),
+    ("chi2", 0.0, (3.0,), -np.inf), ("beta", 0.0, (1.0, 3.0), np.log(3.0)), ("beta", 1.0, (3.0, 1.0), np.log(3.0)),
+    ("beta", 0.0, (0.5, 2.0), np.inf), ("beta", 1.0, (2.0, 0.5), np.inf), ("beta", 0.0, (2.0, 2.0), -np.inf),
+    ("beta", 1.0, (1.0, 1.0), 0.0), ("beta", 1.5, (1.0, 2.0, 1.5, 2.0), 0.0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("dist,x,params,want", EDGES, ids=[f"{d}{p}@{x}" for d, x, p, _ in EDGES])
+def test_stats_log_densities_at_the_edge_of_the_support_are_scipys_limit(dist, x, params, want):
+    ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+    np.testing.assert_allclose(ours.logpdf(x, *params), want, rtol=1e-14)
+    np.testing.assert_allclose(ours.logpdf(x, *params), theirs.logpdf(x, *params), rtol=1e-14)
+    np.testing.assert_allclose(ours.pdf(x, *params), theirs.pdf(x, *params), rtol=1e-14)
+    grads = tg.grad(lambda *a: ours.logpdf(*a), argnums=tuple(range(len(params) + 1)))(x, *params)
+    assert not np.isnan(grads).any()  # a select: the log-factor's infinite derivatives stay out
+
+
 def test_multivariate_normal_matches_scipy_and_finite_differences():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((3, 3))

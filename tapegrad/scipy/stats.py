@@ -21,7 +21,9 @@ distribution             methods                                                
 ``binom``                ``logpmf pmf``                                               ``n p loc``
 =======================  ===========================================================  =====================
 
-Outside the support a log-density is ``-inf`` (a select, never a product with a mask). The CDFs of ``t``,
+Outside the support a log-density is ``-inf`` (a select, never a product with a mask); at its edge (``gamma``'s,
+``chi2``'s 0, ``beta``'s 0 and 1) SciPy's value, the limit of ``z^(a-1)``: finite where the exponent is 0, ``-inf``
+above, ``inf`` below. The CDFs of ``t``,
 ``beta``, ``gamma`` and ``chi2`` are the incomplete beta and gamma functions, differentiable in their shape
 parameters too (``df``, ``a``, ``b``: ``tapegrad.ops._incomplete``), to any order. The discrete distributions'
 ``n`` and ``loc`` are integers: a gradient in them is refused with a ``TypeError``, never a silent zero.
@@ -64,6 +66,14 @@ def _t(x):
 def _inside(cond, value):
     """``value`` where ``cond`` holds (inside the support), ``-inf`` elsewhere: a select."""
     return tg.where(cond, value, -np.inf)
+
+
+def _edge_limit(shape):
+    """The limit of ``(shape - 1) log z`` as z -> 0+, a density's log-factor ``z^(shape-1)`` at the edge of its
+    support (SciPy's value there): 0 where shape is 1, ``-inf`` above (the density is 0), ``inf`` below. A
+    constant: the log-factor's derivatives there are infinite or undefined, and a select keeps them out."""
+    exponent = np.asarray(data(shape)) - 1.0
+    return np.where(exponent == 0, 0.0, np.where(exponent > 0, -np.inf, np.inf))
 
 
 def _integer_parameter(value, what, name, method):
@@ -284,16 +294,19 @@ class _StudentT(_Continuous):
 
 
 class _Beta(_Continuous):
-    """``beta.logpdf(x, a, b, loc=0, scale=1)``, ``-inf`` outside (0, 1)."""
+    """``beta.logpdf(x, a, b, loc=0, scale=1)``, ``-inf`` outside [0, 1]; at 0 (at 1) the limit, by ``a``
+    (``b``) as :func:`_edge_limit`."""
 
     name = "beta"
 
     def logpdf(self, x, a, b, loc=0.0, scale=1.0):
         z = _standard(x, loc, scale)
-        inside = (z.data > 0) & (z.data < 1)
-        safe = tg.where(inside, z, 0.5)
-        value = sp.xlogy(_t(a) - 1.0, safe) + sp.xlog1py(_t(b) - 1.0, -safe) - sp.betaln(a, b) - tg.log(_t(scale))
-        return _inside(inside, value)
+        support = (z.data >= 0) & (z.data <= 1)
+        at_0, at_1 = z.data == 0, z.data == 1
+        # each log term on its own safe point (0.5 where it is not evaluated), its limit at its own edge
+        left = tg.where(at_0, _edge_limit(a), sp.xlogy(_t(a) - 1.0, tg.where(support & ~at_0, z, 0.5)))
+        right = tg.where(at_1, _edge_limit(b), sp.xlog1py(_t(b) - 1.0, -tg.where(support & ~at_1, z, 0.5)))
+        return _inside(support, left + right - sp.betaln(a, b) - tg.log(_t(scale)))
 
     def cdf(self, x, a, b, loc=0.0, scale=1.0):
         """Differentiable in x, a, b, loc and scale (the incomplete beta function and its derivatives)."""
@@ -301,15 +314,19 @@ class _Beta(_Continuous):
 
 
 class _Gamma(_Continuous):
-    """``gamma.logpdf(x, a, loc=0, scale=1)``, ``-inf`` below loc."""
+    """``gamma.logpdf(x, a, loc=0, scale=1)``, ``-inf`` below loc; at loc the limit, by ``a`` as
+    :func:`_edge_limit`."""
 
     name = "gamma"
 
     def logpdf(self, x, a, loc=0.0, scale=1.0):
         z = _standard(x, loc, scale)
-        inside = z.data > 0
-        safe = tg.where(inside, z, 1.0)
-        return _inside(inside, sp.xlogy(_t(a) - 1.0, safe) - safe - sp.gammaln(a) - tg.log(_t(scale)))
+        support, at_0 = z.data >= 0, z.data == 0
+        # z^(a-1) on a safe point (1 where it is not evaluated), its limit at 0; -z on the support (its derivative
+        # -1 at 0 too, the one-sided one)
+        power = tg.where(at_0, _edge_limit(a), sp.xlogy(_t(a) - 1.0, tg.where(support & ~at_0, z, 1.0)))
+        value = power - tg.where(support, z, 0.0) - sp.gammaln(a) - tg.log(_t(scale))
+        return _inside(support, value)
 
     def cdf(self, x, a, loc=0.0, scale=1.0):
         """Differentiable in x, a, loc and scale (the incomplete gamma function and its derivatives)."""
