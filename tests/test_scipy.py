@@ -248,6 +248,22 @@ def test_discrete_distributions_match_scipy_and_are_differentiable_in_their_cont
     np.testing.assert_array_equal(stats.poisson.logpmf(np.array([-1]), 2.0), [-np.inf])
 
 
+def test_discrete_distributions_are_zero_off_the_integers_and_nan_at_an_invalid_n_as_scipy():
+    # between the integers a pmf is 0 (not the gamma function's continuation), after loc's shift
+    k = np.array([-1.0, 0.0, 1.5, 2.0, 2.5, 6.0, np.nan])
+    cases = [
+        ("poisson", (2.5,)), ("poisson", (2.5, 0.5)), ("bernoulli", (0.3,)), ("bernoulli", (0.3, 0.5)),
+        ("binom", (5, 0.35)), ("binom", (5, 0.35, 0.5)), ("binom", (5.5, 0.35)),
+    ]  # fmt: skip
+    for dist, params in cases:
+        ours, theirs = getattr(stats, dist), getattr(scipy_stats, dist)
+        np.testing.assert_allclose(ours.logpmf(k, *params), theirs.logpmf(k, *params), rtol=1e-12)
+        np.testing.assert_allclose(ours.pmf(k, *params), theirs.pmf(k, *params), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(stats.poisson.pmf(np.arange(0.0, 60.0, 0.5), 2.0).sum(), 1.0, rtol=1e-12)
+    g = tg.grad(lambda mu: stats.poisson.pmf(np.array([1.5, 2.0]), mu).sum())(np.full(2, 2.5))
+    np.testing.assert_allclose(g, [0.0, scipy_stats.poisson.pmf(1, 2.5) - scipy_stats.poisson.pmf(2, 2.5)])
+
+
 # -- linalg, signal, misc, integrate ------------------------------------------------------------------
 scipy_linalg = pytest.importorskip("scipy.linalg")
 scipy_signal = pytest.importorskip("scipy.signal")

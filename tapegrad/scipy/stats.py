@@ -76,6 +76,17 @@ def _edge_limit(shape):
     return np.where(exponent == 0, 0.0, np.where(exponent > 0, -np.inf, np.inf))
 
 
+def _integral(k):
+    """Where ``k`` is an integer (a value of a count): elsewhere a pmf is 0, as SciPy's."""
+    return k == np.floor(k)
+
+
+def _mass(inside, value, k, valid=True):
+    """A log-pmf, SciPy's: ``value`` on the support, ``-inf`` off it, NaN where k is NaN or an integer parameter is
+    not one (``binom``'s n of 2.5); a select."""
+    return tg.where(inside, value, np.where(np.isnan(k) | ~np.asarray(valid), np.nan, -np.inf))
+
+
 def _integer_parameter(value, what, name, method):
     """An integer parameter of a discrete distribution (``binom``'s n, a ``loc`` shift): a step function of it
     has no derivative, so a tensor that needs a gradient is refused rather than given a silent zero."""
@@ -426,7 +437,9 @@ class _Poisson(_Discrete):
 
     def logpmf(self, k, mu, loc=0):
         k = np.asarray(k) - _integer_parameter(loc, "loc", "poisson", "logpmf")
-        return _inside(k >= 0, sp.xlogy(np.maximum(k, 0), mu) - sp.gammaln(np.maximum(k, 0) + 1.0) - mu)
+        inside = (k >= 0) & _integral(k)  # not the gamma function's continuation between the integers
+        safe = np.where(inside, k, 0)
+        return _mass(inside, sp.xlogy(safe, mu) - sp.gammaln(safe + 1.0) - mu, k)
 
     def cdf(self, k, mu, loc=0):
         """P(K <= k), differentiable in mu."""
@@ -441,7 +454,7 @@ class _Bernoulli(_Discrete):
 
     def logpmf(self, k, p, loc=0):
         k = np.asarray(k) - _integer_parameter(loc, "loc", "bernoulli", "logpmf")
-        return _inside((k == 0) | (k == 1), sp.xlogy(k, p) + sp.xlog1py(1 - k, -_t(p)))
+        return _mass((k == 0) | (k == 1), sp.xlogy(k, p) + sp.xlog1py(1 - k, -_t(p)), k)
 
 
 class _Binom(_Discrete):
@@ -452,10 +465,11 @@ class _Binom(_Discrete):
     def logpmf(self, k, n, p, loc=0):
         n = _integer_parameter(n, "n", "binom", "logpmf")
         k = np.asarray(k) - _integer_parameter(loc, "loc", "binom", "logpmf")
-        inside = (k >= 0) & (k <= n)
-        k = np.clip(k, 0, n)
-        log_choose = sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
-        return _inside(inside, log_choose + sp.xlogy(k, p) + sp.xlog1py(n - k, -_t(p)))
+        valid = (n >= 0) & _integral(n)
+        inside = (k >= 0) & (k <= n) & _integral(k) & valid
+        safe = np.where(inside, k, 0)
+        log_choose = sp.gammaln(n + 1.0) - sp.gammaln(safe + 1.0) - sp.gammaln(n - safe + 1.0)
+        return _mass(inside, log_choose + sp.xlogy(safe, p) + sp.xlog1py(n - safe, -_t(p)), k, valid)
 
 
 norm = _Norm()
