@@ -215,6 +215,23 @@ def test_stats_log_densities_at_the_edge_of_the_support_are_scipys_limit(dist, x
     assert not np.isnan(grads).any()  # a select: the log-factor's infinite derivatives stay out
 
 
+def test_t_logpdf_at_a_large_df_keeps_its_digits_and_is_the_normal_at_an_infinite_one():
+    np.testing.assert_allclose(stats.t.logpdf(X, np.inf, 0.2, 1.4), scipy_stats.norm.logpdf(X, 0.2, 1.4), rtol=1e-15)
+    np.testing.assert_allclose(stats.t.logpdf(X, np.inf), scipy_stats.t.logpdf(X, np.inf), rtol=1e-15)
+    for df in (30.0, 1e3, 1e5):  # both sides of the series' threshold
+        np.testing.assert_allclose(stats.t.logpdf(X, df), scipy_stats.t.logpdf(X, df), rtol=1e-11)
+    for df in (1e8, 1e10, 1e14):  # the expansion in 1/df to its first order, exact to ~1/df^2
+        u = X * X
+        want = -0.5 * np.log(2 * np.pi) - u / 2 + (u * u / 4 - u / 2 - 0.25) / df
+        np.testing.assert_allclose(stats.t.logpdf(X, df), want, rtol=1e-15)
+    dx, ddf = tg.grad(lambda x, d: stats.t.logpdf(x, d).sum(), argnums=(0, 1))(X, np.full(3, np.inf))
+    np.testing.assert_allclose(dx, -X)  # the normal's
+    np.testing.assert_array_equal(ddf, 0.0)
+    df = np.array([3.5, 25.0, 1e3])  # the log-gammas, the series
+    assert tg.gradcheck(lambda *a: stats.t.logpdf(*a), X, df, np.full(3, 0.2), np.full(3, 1.4))
+    assert tg.gradgradcheck(lambda *a: stats.t.logpdf(*a), X, df, np.full(3, 0.2), np.full(3, 1.4))
+
+
 def test_multivariate_normal_matches_scipy_and_finite_differences():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((3, 3))
