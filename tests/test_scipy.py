@@ -110,6 +110,22 @@ def test_logsumexp_with_scipy_signature():
     np.testing.assert_array_equal(sgn.data, want_sign)
 
 
+def test_logsumexp_of_a_negative_sum_is_nan_and_of_an_empty_one_minus_inf_as_scipys():
+    a, b = np.array([[1.0, 2.0], [0.5, 0.1]]), np.array([[1.0, -1.0], [1.0, 1.0]])
+    got = special.logsumexp(a, b=b, axis=1)
+    assert np.isnan(got[0]) and np.isfinite(got[1])  # not log|e - e^2|
+    np.testing.assert_allclose(got, scipy_special.logsumexp(a, b=b, axis=1), rtol=1e-13)
+    out, sgn = special.logsumexp(a, b=b, axis=1, return_sign=True)  # with its sign, the log of |sum|
+    np.testing.assert_allclose(out, np.log(np.abs((b * np.exp(a)).sum(axis=1))), rtol=1e-13)
+    np.testing.assert_array_equal(sgn, [-1.0, 1.0])
+    g = tg.grad(lambda x: special.logsumexp(x, b=b, axis=1)[1])(a)  # the NaN row's select stays out of the other
+    np.testing.assert_allclose(g, [[0.0, 0.0], scipy_special.softmax(a[1])], rtol=1e-13)
+    for x, kwargs in ((np.zeros(0), {}), (np.zeros((2, 0)), {"axis": 1}), (np.zeros(0), {"b": np.zeros(0)})):
+        np.testing.assert_array_equal(special.logsumexp(x, **kwargs), scipy_special.logsumexp(x, **kwargs))
+    np.testing.assert_array_equal(tg.logsumexp(tg.Tensor(np.zeros((2, 0))), axis=1).data, [-np.inf, -np.inf])
+    np.testing.assert_array_equal(tg.grad(lambda x: tg.logsumexp(x))(np.zeros(0)), np.zeros(0))
+
+
 def test_softmax_defaults_to_every_axis_as_scipy():
     a = np.array([[0.5, -1.0], [0.1, 0.2]])
     np.testing.assert_allclose(special.softmax(tg.Tensor(a)).data, scipy_special.softmax(a), rtol=1e-14)

@@ -77,8 +77,11 @@ def _var(x, axis=None, ddof=0, keepdims=False, *, xp=np):
 
 
 def _logsumexp(x, axis=None, keepdims=False, *, xp=np):
-    m = xp.max(x, axis=axis, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) along an axis: leave it to log/exp
+    if count(x.shape, axis) == 0:  # an empty sum, 0, its log -inf (SciPy's): max has no identity to shift by
+        m = xp.zeros(kept_shape(x.shape, axis), dtype=x.dtype)
+    else:
+        m = xp.max(x, axis=axis, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) along an axis: leave it to log/exp
     with np.errstate(divide="ignore"):
         out = xp.log(xp.sum(xp.exp(x - m), axis=axis, keepdims=True)) + m
     return out if keepdims else xp.reshape(out, reduced_shape(x.shape, axis))

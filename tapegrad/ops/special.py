@@ -52,10 +52,11 @@ import numpy as np
 from .._tensor import Tensor
 from ..backend.numpy_rules import numpy_rules
 from ..registry import defnondiff, defop
+from ._axes import count, kept_shape, normalize_axes
 from ._incomplete import Jet, betainc_dab, gammainc_da, log_gamma_jet
 from ._rules import call
 from .activations import _scipy_special, erf, erfc
-from .elementwise import absolute, exp, log, sigmoid
+from .elementwise import absolute, exp, log, sigmoid, where
 from .math import i0
 from .reductions import log_softmax as _log_softmax
 from .reductions import logsumexp as _logsumexp
@@ -515,8 +516,9 @@ def log_softmax(x, axis=None):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
-    """``log(sum(b * exp(a)))`` over ``axis``, stably, with SciPy's signature; with ``return_sign=True``, the
-    log of the absolute value and its sign (a constant).
+    """``log(sum(b * exp(a)))`` over ``axis``, stably, with SciPy's signature: NaN where the sum is negative, as
+    SciPy's; with ``return_sign=True``, the log of the absolute value and its sign (a constant). An empty sum is 0,
+    its log ``-inf``.
 
     >>> import tapegrad as tg, tapegrad.ops.special as sp
     >>> sp.logsumexp(tg.Tensor([0.0, 0.0]), b=tg.Tensor([1.0, 3.0]))
@@ -525,11 +527,18 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     a = a if isinstance(a, Tensor) else Tensor(a)  # a number too
     if b is None and not return_sign:
         return _logsumexp(a, axis=axis, keepdims=keepdims)
-    m = _max(a, axis=axis, keepdims=True).detach()  # a constant shift: the result does not depend on it
-    m = Tensor(np.where(np.isfinite(m.data), m.data, 0.0))
+    axes = normalize_axes(a, axis, "logsumexp")
+    if count(a.shape, axes) == 0:  # an empty sum: no maximum to shift by
+        m = Tensor(np.zeros(kept_shape(a.shape, axes)))
+    else:
+        m = _max(a, axis=axis, keepdims=True).detach()  # a constant shift: the result does not depend on it
+        m = Tensor(np.where(np.isfinite(m.data), m.data, 0.0))
     s = _sum(exp(a - m) if b is None else exp(a - m) * b, axis=axis, keepdims=True)
-    out = log(absolute(s)) + m
     sgn = Tensor(np.sign(s.data))
+    with np.errstate(divide="ignore"):  # a zero sum: log 0 is -inf, SciPy's, without a warning
+        out = log(absolute(s)) + m
+    if not return_sign:  # the log of a negative sum, NaN as SciPy's (not the log of its absolute value)
+        out = where(sgn.data < 0, np.nan, out)
     if not keepdims:
         out, sgn = squeeze(out, axis=_all_axes(a, axis)), squeeze(sgn, axis=_all_axes(a, axis))
     if return_sign:
