@@ -262,6 +262,41 @@ def test_multivariate_normal_matches_scipy_and_finite_differences():
     assert tg.gradcheck(lambda c: stats.multivariate_normal.entropy(None, (c + c.T) / 2), cov)
 
 
+# (x, mean, cov): SciPy's shapes, the dimension from mean (cov with no mean), a vector x n points of a 1-d normal
+_C = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+MVN_SHAPES = [
+    (0.3, 0.5, 2.0), (np.array([0.3, 0.1, 2.0]), 0.5, 2.0), (np.array([0.3, 0.1, 2.0]), None, 2.0),
+    (np.array([0.3, 0.1, 2.0]), [0.5], [[2.0]]), (np.array([[0.3], [0.1]]), 0.5, np.array([2.0])),
+    (np.array([0.3, 0.1, 2.0]), np.zeros(3), _C), (np.array([[0.3, 0.1, 2.0]]), np.zeros(3), _C),
+    (np.arange(6.0).reshape(2, 1, 3) / 4, np.ones(3), 2.0), (np.arange(6.0).reshape(2, 3) / 4, None, _C),
+    (np.arange(6.0).reshape(2, 3) / 4, np.ones(3), np.array([1.0, 2.0, 3.0])),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "x,mean,cov", MVN_SHAPES, ids=[f"{np.shape(x)},{np.shape(m)},{np.shape(c)}" for x, m, c in MVN_SHAPES]
+)
+def test_multivariate_normal_follows_scipys_shapes(x, mean, cov):
+    for method in ("logpdf", "pdf"):
+        got = getattr(stats.multivariate_normal, method)(x, mean, cov)
+        want = getattr(scipy_stats.multivariate_normal, method)(x, mean, cov)
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    if mean is not None and np.ndim(x) == 1 and np.size(mean) == 1:  # n points of a 1-d normal: n gradients
+        assert tg.gradcheck(lambda *a: stats.multivariate_normal.logpdf(*a), x, np.asarray(mean), np.asarray(cov))
+
+
+def test_multivariate_normal_refuses_allow_singular_and_names_itself_at_a_singular_cov():
+    x, mean, singular = np.zeros((2, 2)), np.zeros(2), np.ones((2, 2))
+    for method in ("logpdf", "pdf"):
+        with pytest.raises(NotImplementedError, match=f"multivariate_normal.{method}: allow_singular=True"):
+            getattr(stats.multivariate_normal, method)(x, mean, np.eye(2), allow_singular=True)
+    with pytest.raises(np.linalg.LinAlgError, match="multivariate_normal.logpdf: cov is not positive definite"):
+        stats.multivariate_normal.logpdf(x, mean, singular)
+    with pytest.raises(ValueError, match="multivariate_normal.logpdf: x has 3 components"):
+        stats.multivariate_normal.logpdf(np.zeros(3), mean, np.eye(2))
+
+
 def test_dirichlet_matches_scipy_along_the_first_axis():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])
     np.testing.assert_allclose(stats.dirichlet.logpdf(x, alpha), scipy_stats.dirichlet.logpdf(x, alpha))

@@ -6,7 +6,7 @@ parameter, to any order.
 distribution             methods                                                      parameters
 =======================  ===========================================================  =====================
 ``norm``                 ``logpdf pdf cdf logcdf sf logsf``                           ``loc scale``
-``multivariate_normal``  ``logpdf pdf entropy`` (``x`` of shape ``(..., d)``)         ``mean cov``
+``multivariate_normal``  ``logpdf pdf entropy`` (``x`` ``(..., d)``, SciPy's shapes)  ``mean cov``
 ``t``                    ``logpdf pdf cdf logcdf``                                    ``df loc scale``
 ``beta``                 ``logpdf pdf cdf``                                           ``a b loc scale``
 ``gamma``                ``logpdf pdf cdf``                                           ``a loc scale``
@@ -249,30 +249,72 @@ class _Norm(_Continuous):
         return sp.log_ndtr(-_standard(x, loc, scale))
 
 
+def _mvn_parameters(mean, cov, where):
+    """SciPy's ``_process_parameters``: the mean as a vector of the dimension d (mean's size; with no mean cov's,
+    1 for a number or a vector) and cov as a (d, d) matrix (a number times the identity, a vector its diagonal)."""
+    cov = _t(cov)
+    if mean is None:
+        d = cov.shape[0] if cov.ndim >= 2 else 1
+        mean = tg.zeros(d)
+    mean = _t(mean)
+    d = int(np.prod(mean.shape))
+    if d == 1:
+        mean, cov = tg.reshape(mean, (1,)), tg.reshape(cov, (1, 1))
+    if mean.ndim != 1:
+        raise ValueError(f"{where}: mean must be a vector of length {d}, got shape {mean.shape}")
+    if cov.ndim < 2:
+        cov = tg.multiply(tg.eye(d), cov)
+    if cov.shape != (d, d):
+        raise ValueError(f"{where}: cov must be of shape ({d}, {d}), got {cov.shape}")
+    return mean, cov
+
+
 class _MultivariateNormal(_Continuous):
-    """``multivariate_normal.logpdf(x, mean, cov)``, ``x`` of shape ``(..., d)``, by the Cholesky factor of cov.
+    """``multivariate_normal.logpdf(x, mean, cov)`` by the Cholesky factor of cov, with SciPy's shapes: the
+    dimension d is mean's size (cov's with no mean, 1 for a number), ``x`` of shape ``(..., d)``, or of shape
+    ``(n,)`` n points where d is 1; the result squeezed, as SciPy's.
 
     >>> import numpy as np
     >>> from tapegrad.scipy import stats
     >>> stats.multivariate_normal.logpdf(np.zeros(2), np.zeros(2), np.eye(2))
     np.float64(-1.8378770664093453)
+    >>> stats.multivariate_normal.logpdf(np.array([0.0, 1.0]), 0.0, 1.0).round(4)  # two points of a 1-d normal
+    array([-0.9189, -1.4189])
     """
 
     name = "multivariate_normal"
 
     def logpdf(self, x, mean=None, cov=1.0, allow_singular=False):
+        return self._logpdf(x, mean, cov, allow_singular, "logpdf")
+
+    def pdf(self, x, mean=None, cov=1.0, allow_singular=False):
+        return tg.exp(self._logpdf(x, mean, cov, allow_singular, "pdf"))
+
+    def _logpdf(self, x, mean, cov, allow_singular, method):
+        where = f"scipy.stats.multivariate_normal.{method}"
+        if allow_singular:  # refused rather than ignored: a singular cov has no Cholesky factor
+            raise NotImplementedError(
+                f"{where}: allow_singular=True is not supported (the density is computed by the Cholesky factor "
+                f"of cov, which a singular cov does not have); pass a positive definite cov"
+            )
+        mean, cov = _mvn_parameters(mean, cov, where)
+        d = mean.shape[0]
         x = _t(x)
-        d = x.shape[-1] if x.ndim else 1
-        mean = tg.zeros(d) if mean is None else mean
-        cov = _t(cov)
-        if cov.ndim < 2:
-            cov = tg.multiply(tg.eye(d), cov)
-        chol = linalg.cholesky(cov)
+        if x.ndim < 2:  # SciPy's: a number is one point; a vector n points where d is 1, one point otherwise
+            x = tg.reshape(x, (-1, 1) if d == 1 else (1, -1))
+        if x.shape[-1] != d:
+            raise ValueError(f"{where}: x has {x.shape[-1]} components in its last axis, the distribution {d}")
+        try:
+            chol = linalg.cholesky(cov)
+        except np.linalg.LinAlgError as err:
+            raise np.linalg.LinAlgError(
+                f"{where}: cov is not positive definite ({err}); allow_singular=True is not supported"
+            ) from err
         diff = tg.reshape(x - mean, (-1, d))
         z = linalg.solve_triangular(chol, tg.transpose(diff), lower=True)
         half_logdet = tg.sum(tg.log(tg.diagonal(chol)))
         out = -0.5 * tg.sum(z * z, axis=0) - half_logdet - 0.5 * d * _LOG_2PI
-        return tg.reshape(out, x.shape[:-1])
+        return tg.squeeze(tg.reshape(out, x.shape[:-1]))  # SciPy's: every axis of size 1 goes
 
     def entropy(self, mean=None, cov=1.0):
         cov = _t(cov)
