@@ -301,7 +301,32 @@ def test_dirichlet_matches_scipy_along_the_first_axis():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.4]])
     np.testing.assert_allclose(stats.dirichlet.logpdf(x, alpha), scipy_stats.dirichlet.logpdf(x, alpha))
     np.testing.assert_allclose(stats.dirichlet.pdf(x[:, 0], alpha), scipy_stats.dirichlet.pdf(x[:, 0], alpha))
-    assert tg.gradcheck(lambda x, a: stats.dirichlet.logpdf(x, a), x, alpha)
+
+    def on_simplex(y, a):  # the last coordinate 1 less the others: a finite difference of x would leave the simplex
+        return stats.dirichlet.logpdf(tg.concatenate([y, 1.0 - tg.sum(y, axis=0, keepdims=True)]), a)
+
+    assert tg.gradcheck(on_simplex, x[:-1], alpha)
+
+
+def test_dirichlet_refuses_a_point_off_the_simplex_as_scipy_but_not_while_traced():
+    alpha = np.array([0.5, 2.0, 3.0])
+    bad = [
+        np.array([0.2, 0.2, 0.2]),
+        np.array([-0.1, 0.6, 0.5]),
+        np.array([1.2, -0.1, -0.1]),
+        np.array([0.0, 0.5, 0.5]),
+    ]
+    for x in bad:
+        with pytest.raises(ValueError):
+            scipy_stats.dirichlet.logpdf(x, alpha)
+        for method in ("logpdf", "pdf"):
+            with pytest.raises(ValueError, match=f"dirichlet.{method}: "):
+                getattr(stats.dirichlet, method)(x, alpha)
+    with pytest.raises(ValueError, match="sums are"):
+        stats.dirichlet.logpdf(np.array([[0.2, 0.5], [0.3, 0.1], [0.5, 0.3]]), alpha)  # the second point's
+    x = np.array([0.2, 0.3, 0.5])
+    np.testing.assert_allclose(tg.compile(stats.dirichlet.logpdf)(x, alpha), scipy_stats.dirichlet.logpdf(x, alpha))
+    tg.compile(stats.dirichlet.logpdf)(np.array([0.2, 0.2, 0.2]), alpha)  # a traced x has no values to check
 
 
 def test_discrete_distributions_match_scipy_and_are_differentiable_in_their_continuous_parameter():

@@ -44,6 +44,7 @@ import scipy.stats
 import tapegrad.linalg as linalg
 import tapegrad.ops as tg
 
+from .._state import is_traced
 from .._tensor import Tensor
 from ..ops import special as sp
 from ..ops._rules import call, data, recorded
@@ -480,6 +481,24 @@ class _Cauchy(_Continuous):
         return 0.5 + tg.arctan(_standard(x, loc, scale)) / math.pi
 
 
+def _check_simplex(x, alpha, where):
+    """SciPy's checks of a Dirichlet's point, each a ``ValueError``: x on the simplex along its first axis (its sums
+    1 within 1e-9, its entries in [0, 1]), and 0 only where alpha is 1 or more (the density is infinite there).
+    On values only: a function that ``tg.compile`` traces has none to read, and is not checked."""
+    if is_traced(x) or is_traced(alpha):
+        return
+    xs, a = np.asarray(data(x)), np.asarray(data(alpha))
+    if xs.ndim == 0 or xs.shape[0] != a.shape[0]:
+        raise ValueError(f"{where}: x must have {a.shape[0]} entries along its first axis (alpha's), got {xs.shape}")
+    if (xs < 0).any() or (xs > 1).any():
+        raise ValueError(f"{where}: each entry of x must lie in [0, 1] (x on the simplex)")
+    if ((xs == 0) & (a.reshape((-1,) + (1,) * (xs.ndim - 1)) < 1)).any():
+        raise ValueError(f"{where}: each entry of x must be greater than 0 where its alpha is less than 1")
+    sums = xs.sum(axis=0)
+    if (np.abs(sums - 1.0) > 1e-9).any():  # SciPy's tolerance
+        raise ValueError(f"{where}: x must lie on the simplex (sum to 1 along its first axis), its sums are {sums}")
+
+
 class _Dirichlet(_Continuous):
     """``dirichlet.logpdf(x, alpha)``, ``x`` of shape ``(k,)`` or ``(k, n)`` (quantiles along the first axis,
     as SciPy's)."""
@@ -487,7 +506,14 @@ class _Dirichlet(_Continuous):
     name = "dirichlet"
 
     def logpdf(self, x, alpha):
+        return self._logpdf(x, alpha, "logpdf")
+
+    def pdf(self, x, alpha):
+        return tg.exp(self._logpdf(x, alpha, "pdf"))
+
+    def _logpdf(self, x, alpha, method):
         x, alpha = _t(x), _t(alpha)
+        _check_simplex(x, alpha, f"scipy.stats.dirichlet.{method}")
         a = alpha if x.ndim == 1 else tg.reshape(alpha, (-1, 1))
         log_norm = tg.sum(sp.gammaln(alpha)) - sp.gammaln(tg.sum(alpha))
         return tg.sum(sp.xlogy(a - 1.0, x), axis=0) - log_norm
