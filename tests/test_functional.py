@@ -243,6 +243,20 @@ def test_a_value_whose_tape_replayed_is_not_replayed_again_by_an_enclosing_tape(
     assert outer.state == "recording"  # the user's to replay for what it recorded
 
 
+def test_a_value_of_a_tape_the_user_released_says_so_whatever_became_of_the_blocks_around_it():
+    # the enclosing block's state explains only a transform's own tape, which the user never handled
+    x = tg.Tensor(RNG.standard_normal(3), requires_grad=True)
+    with tape.record() as outer:
+        with tape.record() as inner:
+            y = (x * x).sum()
+        z = (x * 3.0).sum()
+    z.backward()
+    assert outer.state == "replayed"
+    inner.release()
+    with pytest.raises(tg.TapeError, match=r"released \(release\(\) was called\)"):
+        y.backward()
+
+
 def test_backward_of_vjps_output_in_a_block_replays_the_block_and_vjp_fn_still_works():
     # vjp keeps its own tape for vjp_fn; backward() of its output replays the user's block (freeing it, once),
     # where it replayed vjp's tape: the block kept its saved arrays and a second backward() doubled .grad

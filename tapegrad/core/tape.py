@@ -640,10 +640,10 @@ def _enclosing_tape_of(node):
 
 
 def _why_gone(ref):
-    """Whose state explains that a value's tape cannot be replayed: its own, or, where an enclosing tape could have
-    stood in (:func:`_stands_in`: a transform's own tape, say), the nearest block around it that was replayed,
-    failed, or was dropped before backward() (the context keeps one block's tape)."""
-    if _stands_in(ref):
+    """Whose state explains that a value's tape cannot be replayed: its own, or, for a transform's own tape (which the
+    user never handled: released on its way out, or kept by ``vjp_fn``), the nearest block around it that was
+    replayed, failed, or was dropped before backward() (the context keeps one block's tape)."""
+    if ref.transform_own:
         for outer in reversed(ref.outer):
             if outer.state in ("replayed", "failed") or (outer() is None and outer.state == "recording"):
                 return outer
