@@ -120,16 +120,17 @@ def _register_hook(x, fn):
     return register_hook(x, fn)
 
 
-def _flatten(x, start_dim=0, end_dim=-1):
+def _flatten(x, start_dim=0, end_dim=-1, *, order=None):
     """The axes ``start_dim`` to ``end_dim`` merged into one: all of them by default (``x.flatten()``, NumPy's
-    and PyTorch's), or a range (PyTorch's ``x.flatten(1)``); NumPy's ``order="C"`` is accepted.
+    and PyTorch's), or a range (PyTorch's ``x.flatten(1)``); NumPy's ``x.flatten("F")`` (or ``order="F"``) reads
+    the elements first index fastest.
 
     >>> import tapegrad as tg
     >>> tg.zeros((2, 3, 4)).flatten(1).shape
     (2, 12)
     """
-    if isinstance(start_dim, str):  # NumPy's flatten(order)
-        return reshaped(x, -1, start_dim)
+    if isinstance(start_dim, str) or order is not None:  # NumPy's flatten(order)
+        return reshaped(x, -1, start_dim if isinstance(start_dim, str) else order)
     shape, n = x.shape, x.ndim
     if n == 0:
         return ops.reshape(x, (1,))

@@ -111,8 +111,9 @@ def test_autograd_style_code_runs_with_its_imports_changed():
         lambda np_, a: np_.ravel(a, order="F"),
         lambda np_, a: a.reshape((2, 6), order="F"),
         lambda np_, a: a.flatten("F"),
+        lambda np_, a: a.flatten(order="F"),
     ],
-    ids=["reshape", "reshape -1", "ravel", "method reshape", "method flatten"],
+    ids=["reshape", "reshape -1", "ravel", "method reshape", "method flatten", "method flatten order="],
 )
 def test_fortran_order_reshapes_are_numpys_with_exact_gradients(fn):
     # autograd differentiates order="F"; it was refused (the method with an internal name's TypeError)
