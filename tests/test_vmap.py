@@ -7,7 +7,9 @@ from them (scaled by 1, 0.95 and 0.9, inside the row's domain); then, in float64
 - ``vmap(grad(...))`` (per-example gradients) equals each example's gradient, stacked;
 - ``grad(sum(vmap(...)))`` (reverse mode through vmap) equals the gradient of the loop over examples, for batched
   and for shared (``in_axes=None``) inputs;
-- an op without a batching rule raises naming it, and ``loop=True`` gives the same as a loop.
+- an op without a batching rule raises naming it, and ``loop=True`` gives the same as a loop;
+- nested vmaps, the first input batched by one and the others by the other (both ways round), equal the double
+  loop: a rule broadcasts each input's own batch axes.
 
 The meta-test pins the ops that have no batching rule, so a new op gets one or is listed here knowingly.
 """
