@@ -42,6 +42,8 @@ class Shape:
     __slots__ = ("shape", "dtype")
 
     def __init__(self, array):
+        if not hasattr(array, "shape"):  # a Python number: the array NumPy makes of it
+            array = np.asarray(array)
         shape = array.shape
         if array.__class__ is not _ndarray:
             chunks = getattr(array, "chunks", None)

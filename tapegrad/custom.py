@@ -78,6 +78,7 @@ class CustomOp:
             doc=self.forward.__doc__,
             register=self.register,
             jvp=self.jvp,  # forward mode: by default the rule transposed (written with xp, it runs on tensors)
+            check=True,  # the user's rule: each gradient checked against its input's shape (tapegrad.rule_checks)
         )
         return rule
 

@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from .core.record import apply_nondiff, function_of
+from .rule_checks import checked_joint, checked_per_argument, checked_rule, checking_saves
 
 # TAPEGRAD_SPEEDUPS=1: the compiled hot path is bound into the core before any op is made
 from .speedups import ENABLED as _SPEEDUPS  # noqa: F401
@@ -258,6 +259,7 @@ def defop(
     linear=None,
     batch=None,
     outputs=(),
+    check=None,
 ):
     """Register a differentiable op and return its public function.
 
@@ -272,6 +274,8 @@ def defop(
     ``elementwise``, ``view``, ``refuses``, ``real_only`` and ``method`` declare what the rest of the package reads of the op
     (see :class:`Op`); a ufunc forward needs none of them. ``jvp`` (a forward-mode rule, or ``"transpose"``) and
     ``linear`` (``True`` or ``"each"``) say how forward mode computes the op's tangent (see :class:`Op`).
+    ``check`` checks each gradient a rule returns against its input's shape as it runs
+    (:mod:`tapegrad.rule_checks`): the default for an op defined outside tapegrad, whose rules no table tests.
 
     On NumPy arrays ``forward`` is called as given. On another array library (``tapegrad.backend``) a NumPy
     function (``np.exp``) is replaced by that library's function of the same name, a forward with a
@@ -304,6 +308,10 @@ def defop(
         arity, rules = len(names), tuple(_no_gradient if rule is None else rule for rule in vjps)
     flags, save_ans = _parse_save(save, names, variadic)
     module = _caller_module()
+    if check is None:
+        check = module is None or not (module == "tapegrad" or module.startswith("tapegrad."))
+    if check:
+        flags, hidden = checking_saves(flags, arity, variadic)
     op = Op(
         name, forward, rules, flags, save_ans, broadcast, variadic, arity, doc, joint,
         elementwise=elementwise, view=view, refuses=refuses, real_only=real_only, method=method, module=module,
@@ -312,12 +320,22 @@ def defop(
     )  # fmt: skip
     if not (joint or variadic):
         op.differentiable = tuple(rule is not None for rule in vjps)
+    if check:
+        op.vjps = _checked(op, rules, names, hidden)
     if register:
         if name in REGISTRY or name in NONDIFF:
             raise ValueError(f"defop: an op named {name!r} is already registered")
         REGISTRY[name] = op
 
     return _public(function_of(op), op, name, doc, module)
+
+
+def _checked(op, rules, names, hidden):
+    if op.joint:
+        return (checked_joint(op, rules[0], names, hidden),)
+    if op.variadic:
+        return _PerArgument(checked_per_argument(op, rules.rule, hidden))
+    return tuple(r if r is _no_gradient else checked_rule(op, i, r, names, hidden) for i, r in enumerate(rules))
 
 
 def defnondiff(name, forward, doc=None, *, elementwise=None, view=False, refuses=None, method=False, batch=None):

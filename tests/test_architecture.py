@@ -28,6 +28,7 @@ LAYERS = {
     "tapegrad.lazy": 3,  # tg.compute: lazy (Dask) values made concrete in one pass
     "tapegrad.core": 4,  # nodes and records, recording, replay, hooks, the base tape
     "tapegrad.registry": 5,  # defop and the op registry
+    "tapegrad.rule_checks": 5,  # the checks on rules written outside tapegrad
     "tapegrad.speedups": 5,  # TAPEGRAD_SPEEDUPS=1: fills the core's slots for its compiled hot path
     "tapegrad.custom": 5,
     "tapegrad.ops": 6,  # the op tables by family

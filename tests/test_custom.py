@@ -164,3 +164,88 @@ def test_clear_errors():
         tg.custom_op(save="z", register=False)(lambda x: x).defvjp(lambda xp, g, ans, x: g)
     with pytest.raises(ValueError, match="already has a rule"):
         log1pexp.defvjp(log1pexp_vjp)
+
+
+def _op(forward, rule, save=(), **kw):
+    op = tg.custom_op(save=save, register=False, name="user_op", **kw)(forward)
+    op.defvjp(rule)
+    return op
+
+
+# (forward, a wrong rule, the error it must raise): a user's rule is checked as it runs, as PyTorch checks a
+# Function's backward; unchecked, each of these gave .grad a wrong shape (or a wrong value) with no error
+WRONG_RULES = {
+    "a scalar for a vector": (lambda x: 3.0 * x, lambda xp, g, ans, x: 3.0, "shape \\(\\) for input 0 \\(x\\), of shape \\(3,\\)"),
+    "the wrong length": (lambda x: 3.0 * x, lambda xp, g, ans, x: g[:2], "shape \\(2,\\) for input 0 \\(x\\)"),
+    "(1,), which broadcasts": (lambda x: 3.0 * x, lambda xp, g, ans, x: g[:1] * 3.0, "shape \\(1,\\) for input 0"),
+    "a reduction's g unbroadcast": (lambda x: np.sum(x), lambda xp, g, ans, x: g, "shape \\(\\) for input 0"),
+    "a list": (lambda x: 3.0 * x, lambda xp, g, ans, x: [3.0, 3.0, 3.0], "type list for input 0"),
+    "one gradient for two inputs": (lambda x, y: x * y, lambda xp, g, ans, x, y: (g,), "a sequence of 1; .* tuple of 2"),
+    "a gradient, not a tuple": (lambda x, y: x * y, lambda xp, g, ans, x, y: g, "type ndarray; .* tuple of 2"),
+    "the second input's wrong": (lambda x, y: x * y, lambda xp, g, ans, x, y: (g, g.sum()), "for input 1 \\(y\\)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", WRONG_RULES)
+def test_a_users_rule_that_returns_a_wrong_shape_raises_naming_the_op_and_the_input(case):
+    forward, rule, message = WRONG_RULES[case]
+    op = _op(forward, rule)
+    args = [tg.Tensor(np.ones(3), requires_grad=True) for _ in range(op.op.arity)]
+    with tg.record():
+        loss = op(*args).sum()
+    with pytest.raises((ValueError, TypeError), match="user_op: its rule returned .*" + message):
+        loss.backward()
+    assert all(a.grad is None for a in args)
+    with tg.record():  # the user goes on: the other ops still differentiate
+        again = (args[0] * 2.0).sum()
+    again.backward()
+    np.testing.assert_array_equal(args[0].grad, [2.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        lambda xp, g, ans, x, y: (g * y, g * x),  # in the output's broadcast shape: the tape sums it back
+        lambda xp, g, ans, x, y: (g * y, (g * x).sum(axis=0)),  # in the input's own shape
+    ],
+)
+def test_a_users_rule_may_return_the_output_shape_where_inputs_broadcast(rule):
+    mul = _op(lambda x, y: x * y, rule, save="x y")
+    gx, gy = tg.grad(lambda a, b: mul(a, b).sum(), argnums=(0, 1))(np.ones((2, 3)), np.arange(3.0))
+    np.testing.assert_array_equal(gx, np.broadcast_to(np.arange(3.0), (2, 3)))
+    np.testing.assert_array_equal(gy, [2.0, 2.0, 2.0])
+
+
+def test_a_checked_rule_still_gets_none_for_what_it_did_not_save():
+    seen = []
+
+    def rule(xp, g, ans, x, y):
+        seen.append((x, y.shape))
+        return None, g * 2.0
+
+    op = _op(lambda x, y: x * 2.0 + y * 2.0, rule, save="y")
+    assert tg.grad(lambda b: op(np.ones(2), b).sum())(np.ones(2)).tolist() == [2.0, 2.0]
+    assert seen == [(None, (2,))]
+
+
+def test_a_python_number_gradient_of_a_scalar_input_becomes_an_array():
+    triple = _op(lambda x: 3.0 * x, lambda xp, g, ans, x: 3.0)  # (ignores g: right only for one use)
+    x = tg.Tensor(2.0, requires_grad=True)
+    with tg.record():
+        y = triple(x) + triple(x)  # two contributions: added as arrays
+    y.backward()
+    assert isinstance(x.grad, np.ndarray) and x.grad == 6.0
+
+
+def test_save_of_a_shape_takes_a_python_number():
+    # "y.shape" of a Python number: the shape and dtype of the array NumPy makes of it (a crash before)
+    op = _op(lambda x, y: x * y, lambda xp, g, ans, x, y: (g * 2.0, None), save="y.shape")
+    assert tg.grad(lambda a: op(a, 2.0).sum())(np.ones(3)).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_defop_checks_rules_defined_outside_tapegrad_and_not_its_own():
+    wrong = tg.defop("wrong_demo", lambda x: 2.0 * x, lambda xp, g, ans, x: g[:1], register=False)
+    with pytest.raises(ValueError, match="wrong_demo: its rule returned a gradient of shape \\(1,\\)"):
+        tg.grad(lambda x: wrong(x).sum())(np.ones(3))
+    assert not hasattr(tg.exp.op.vjps[0], "__wrapped__")  # built-in rules run as they are
+    assert wrong.op.vjps[0].__wrapped__.__name__ == "<lambda>"
