@@ -12,12 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._batched import Batched
-from ._state import BATCH, ESCAPED, FORWARD, is_recording, transform_argument
+from ._state import BATCH, FORWARD, is_recording, transform_argument
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .backend import is_floating, is_lazy
 from .core import keep_pending
-from .errors import TapeError
 from .forward import has_tangent
 from .registry import defop
 from .tape import Tape, record
@@ -190,23 +189,6 @@ def connected(o) -> bool:
     # Everything computed from a differentiated argument was recorded (each one is a node of the tape), and an
     # argument returned as it is, is a leaf that needs a gradient.
     return isinstance(o, Tensor) and (o._node is not None or o.requires_grad)
-
-
-def check_escape(what: str, before) -> None:
-    """``f``'s result is not connected to its arguments: when a recorded value left the tape while ``f`` ran
-    (``ESCAPED`` moved from ``before``), that is why, and a zero gradient would be silently wrong: raise, naming it.
-
-    >>> check_escape("grad", ESCAPED.get())  # nothing escaped: the result is a constant, its gradient zero
-    """
-    escaped = ESCAPED.get()
-    if escaped is None or escaped is before:
-        return
-    how, filename, lineno = escaped
-    raise TapeError(
-        f"{what}: f's result does not depend on its arguments on the tape because a recorded value left it: "
-        f"{how} at {filename}:{lineno}, so the gradient would be zeros. Compute that step with tapegrad's ops "
-        "(tapegrad.numpy, tapegrad.scipy) to keep it on the tape"
-    )
 
 
 def finish(tree, recording):

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 import numpy as np
 
 from .backend import memory_root
-from .errors import TapeEscapeWarning, user_frame, warn_once
+from .errors import TapeEscapeError, TapeEscapeWarning, user_frame, warn_once
 
 __all__ = [
     "ACTIVE",
@@ -46,7 +46,6 @@ __all__ = [
     "modified_since",
     "version_of",
     "warn_escape",
-    "ESCAPED",
     "numpy_conversion",
     "TRACING",
     "TRACER",
@@ -68,10 +67,6 @@ PENDING: ContextVar = ContextVar("tapegrad_pending", default=None)  # kept so th
 # Tapes replayed inside their own record() block while the block is still open (so an error about a later op
 # in the block can say why it was not recorded).
 ENDED_INSIDE: ContextVar[tuple] = ContextVar("tapegrad_ended_inside", default=())
-
-# The last recorded value that left the tape at a user's line, in this context: (how, file, line), so that a
-# transform whose result is unconnected can name it (tg.grad raises instead of returning zeros).
-ESCAPED: ContextVar = ContextVar("tapegrad_escaped", default=None)
 
 live_tapes: weakref.WeakSet = weakref.WeakSet()  # every tape not yet collected (tapegrad.debug.live_tapes)
 
@@ -251,18 +246,31 @@ def modified_since(array, epoch: int) -> bool:
     return version_of(array) > epoch
 
 
-def warn_escape(how: str, frame=None, message: str | None = None) -> None:
+def warn_escape(how: str, frame=None, message: str | None = None, tangent: bool = False) -> None:
     """A recorded tensor's value leaves the tape (``np.asarray(t)``, ``float(t)``, ``t.item()``, ``t.numpy()``,
     ``Tensor(t)``) while a tape records: warn at the user's line (``frame``, by default the caller's caller)
-    that gradients stop there. tapegrad's own code steps outside on purpose and is not warned."""
-    if not ACTIVE.get():
+    that gradients stop there. Inside a function given to a transform (a transform's own tape records, or the
+    value carries a forward-mode ``tangent``) the derivative through it would be wrong: raise
+    :class:`~tapegrad.errors.TapeEscapeError` there instead. tapegrad's own code steps outside on purpose and is not
+    warned; NumPy's Python code that only reads values (``np.testing``) warns at the user's line."""
+    active = ACTIVE.get()
+    if not (active or tangent):
         return
-    f = frame if frame is not None else sys._getframe(2)
+    f = start = frame if frame is not None else sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_NUMPY):  # np.testing on a tensor: the caller's line
         f = f.f_back
     if f is None or user_frame(f) is not f:
         return
-    ESCAPED.set((how, f.f_code.co_filename, f.f_lineno))
+    if f is start and (tangent or any(tape.transform_own for tape in active)):
+        raise TapeEscapeError(
+            f"{how} inside a function given to a transform (tg.grad, tg.jacrev, tg.jvp, tg.jacfwd, ...) turns a "
+            "value it differentiates into a constant, so the derivative through it would be wrong. Compute that "
+            "step with tapegrad's ops (tapegrad.numpy, tapegrad.scipy) to keep it differentiated, or take t.data "
+            "where a constant is meant on purpose",
+            how,
+        )
+    if not active:
+        return
     warn_once(
         message
         or f"{how} on a tensor being recorded gives a plain value, off the tape: gradients do not flow through "
@@ -272,15 +280,16 @@ def warn_escape(how: str, frame=None, message: str | None = None) -> None:
     )
 
 
-def numpy_conversion(frame) -> None:
+def numpy_conversion(frame, tangent: bool = False) -> None:
     """NumPy converts a tensor being recorded to an array (``Tensor.__array__``, called from ``frame``).
 
     From NumPy's own Python code (``np.sum([t, t])``, ``np.r_[t, t]``, ``np.linalg.norm([t[0], t[1]])``: NumPy did
     not hand the call to tapegrad, as the tensors sit inside a list, a tuple or an index expression) the
     function's result would be a constant with no gradient: raise ``TypeError``, naming the function. From the
     user's line (``np.asarray(t)``, the documented way off the tape, which NumPy's C functions cannot be told
-    apart from) warn there, as :func:`warn_escape` does. ``np.testing``'s checks only read values: they warn."""
-    if not ACTIVE.get():
+    apart from) warn there, or raise inside a transform's function, as :func:`warn_escape` does. ``np.testing``'s
+    checks only read values: they warn."""
+    if not (ACTIVE.get() or tangent):
         return
     scipy = _scipy_dir()
     if scipy is not None and frame.f_code.co_filename.startswith(scipy):
@@ -300,7 +309,7 @@ def numpy_conversion(frame) -> None:
             "(import tapegrad.numpy as np), which records tensors inside lists, or build the array on the tape "
             "first (np.stack([...]), tg.stack); to use the value as a constant on purpose, pass t.data"
         )
-    warn_escape("np.asarray(t) (or np.array, np.float32(t), ...)", frame)
+    warn_escape("np.asarray(t) (or np.array, np.float32(t), ...)", frame, tangent=tangent)
 
 
 def _scipy_dir() -> str | None:

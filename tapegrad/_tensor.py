@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from ._html import STYLE, array_html, esc
-from ._state import TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
+from ._state import FORWARD, TRACING, concrete, mark_modified, numpy_conversion, version_of, warn_escape
 from .backend import NUMPY, backend_of, is_floating
 
 __all__ = ["Tensor", "tensor"]
@@ -50,8 +50,8 @@ class Tensor:
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, name: str | None = None):
         if isinstance(data, Tensor):
-            if data._node is not None or data.requires_grad:
-                _warn_new_leaf()
+            if _differentiated(data):
+                _warn_new_leaf(data)
             data = data._data
         array = _as_array(data, dtype)
         if requires_grad and not is_floating(array):
@@ -167,8 +167,8 @@ class Tensor:
         ``record()`` on a tensor being recorded this warns once per call site (use ``.data`` to say so)."""
         if TRACING.n:
             concrete(self._data, "t.numpy()")
-        if self._node is not None or self.requires_grad:
-            warn_escape("numpy()")
+        if _differentiated(self):
+            warn_escape("numpy()", tangent=_carries_tangent(self))
         return self._data
 
     def tolist(self):
@@ -189,8 +189,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if TRACING.n:
             concrete(self._data, "np.asarray(t)")
-        if self._node is not None or self.requires_grad:
-            numpy_conversion(sys._getframe(1))  # raises inside NumPy's own code (np.r_[t, t]), else warns
+        if _differentiated(self):
+            # raises inside NumPy's own code (np.r_[t, t]) and inside a transform's function, else warns
+            numpy_conversion(sys._getframe(1), tangent=_carries_tangent(self))
         if dtype is None:
             return self._data
         return self._data.astype(dtype)
@@ -272,11 +273,28 @@ def _read(t, what) -> None:
     gradient stops there."""
     if TRACING.n:
         concrete(t._data, what)
-    if t._node is not None or t.requires_grad:
-        warn_escape(what, sys._getframe(2))
+    if _differentiated(t):
+        warn_escape(what, sys._getframe(2), tangent=_carries_tangent(t))
 
 
-def _warn_new_leaf():
+def _differentiated(t) -> bool:
+    """Whether ``t``'s value is being differentiated: recorded (or a leaf that needs a gradient), or carrying a
+    tangent of a forward-mode level open now (``tg.jvp``, ``tg.jacfwd``)."""
+    return t._node is not None or t.requires_grad or (bool(FORWARD.get()) and _carries_tangent(t))
+
+
+def _carries_tangent(t) -> bool:
+    # forward mode keeps a tangent on the tensor's node where it has one (tapegrad.forward._tangents)
+    holder = t._node or t
+    per_level = getattr(holder, "_tangents", None)
+    if per_level is None:
+        group = getattr(holder, "group", None)  # an output of an op with several keeps them on its group too
+        per_level = getattr(group, "_tangents", None) if group is not None else None
+    levels = FORWARD.get()
+    return bool(per_level) and any(lv in per_level for lv in levels)
+
+
+def _warn_new_leaf(t):
     f = sys._getframe(2)
     if f.f_code is tensor.__code__:  # tg.tensor(t): the user's line is one further out
         f = f.f_back
@@ -285,6 +303,7 @@ def _warn_new_leaf():
         f,
         "Tensor(t) of a tensor being recorded makes a new leaf: gradients do not flow back through it into t. "
         "Use t itself to stay on the tape, or t.detach() to cut the gradient on purpose",
+        tangent=_carries_tangent(t),
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "CheckpointError",
     "TracingError",
     "BatchedValueError",
+    "TapeEscapeError",
     "NestedTensorError",
     "TapeLeakWarning",
     "TapeEscapeWarning",
@@ -111,6 +112,17 @@ class TracingError(TypeError):
     ...     print(str(err).split(" (")[0])
     bool(t) of a traced value
     """
+
+
+class TapeEscapeError(TapeError, TypeError):
+    """Inside a function given to a transform (``tg.grad``, ``tg.jvp``...), Python asked for the value of a tensor
+    being differentiated (``float(t)``, ``np.asarray(t)``, ``t.item()``, ``Tensor(t)``): what is computed from
+    it would be a constant, and the derivative wrong. A ``TypeError`` too, as HIPS autograd's and JAX's are for
+    the same read. ``what`` is the read (``"float(t)"``)."""
+
+    def __init__(self, message, what=""):
+        super().__init__(message)
+        self.what = what
 
 
 class BatchedValueError(TypeError):

@@ -41,7 +41,7 @@ from .backend import is_complex
 from .backend.numpy_rules import numpy_rules
 from .core.record import apply, set_tangent_rules
 from .core.tape import stop_recording
-from .errors import BatchedValueError, numpy_rule_error
+from .errors import BatchedValueError, TapeEscapeError, numpy_rule_error
 from .ops import tensor_rules
 from .registry import Op
 from .tape import record
@@ -412,7 +412,7 @@ def _propagate(levels, i, lv, op, args, params, out, tangents):
                 t = rule(tensor_rules, tuple(tangents), out, *args, **params)
         else:
             t = rule(tensor_rules, tuple(tangents), out, *args, **params)
-    except BatchedValueError as err:  # vmap refused a read inside the op's rule, not in the user's f
+    except (BatchedValueError, TapeEscapeError) as err:  # a read inside the op's rule, not in the user's f
         raise numpy_rule_error(op.name, f"reads a tensor's value ({err.what})", "in forward mode or vmap") from err
     finally:
         FORWARD.reset(token)

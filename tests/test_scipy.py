@@ -86,11 +86,8 @@ def test_grad_of_a_result_that_escaped_the_tape_raises_naming_the_escape():
     def f(x):
         return np.sum(np.asarray(x) ** 2) * tg.Tensor(1.0)  # np.asarray: off the tape, at this line
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tg.TapeEscapeWarning)
-        with pytest.raises(tg.TapeError, match=r"grad: .*np\.asarray\(t\).*test_scipy\.py:\d+.*zeros"):
-            tg.grad(f)(X)
-        with pytest.raises(tg.TapeError, match="left it"):  # warned once per line, named every time
+    for _ in range(2):  # raised every time, not once per line as a warning is
+        with pytest.raises(tg.TapeError, match=r"^np\.asarray\(t\).* inside a function given to a transform"):
             tg.grad(f)(X)
     np.testing.assert_array_equal(tg.grad(lambda x: tg.Tensor(3.0))(X), np.zeros(3))  # a constant, not an escape
     np.testing.assert_allclose(tg.grad(lambda x: (x**2).sum())(X), 2 * X)  # and the user goes on

@@ -38,7 +38,7 @@ from .._state import BATCH, CLOCK, FORWARD, TRACER, TRACING, modified_since
 from .._tensor import Tensor
 from ..backend import common_backend, is_array, is_complex
 from ..backend.numpy_rules import numpy_rules
-from ..errors import BatchedValueError, InPlaceModificationError, TapeError, numpy_rule_error
+from ..errors import BatchedValueError, InPlaceModificationError, TapeError, TapeEscapeError, numpy_rule_error
 from .grads import fresh, hand_over
 from .hooks import LIVE, run_hooks
 from .node import ANS, EPOCH, OP, SAVED, SRCS, Node, Outputs, answers, output_node, outputs_of
@@ -394,7 +394,7 @@ def _checked(rule, name, joint=False):
     def run(*args, **params):
         try:
             out = rule(*args, **params)
-        except BatchedValueError as err:  # vmap refused the rule's read: the rule is at fault, not the user's f
+        except (BatchedValueError, TapeEscapeError) as err:  # the rule read a value: it, not the user's f, is at fault
             raise numpy_rule_error(name, f"reads a tensor's value ({err.what})", _REPLAY) from err
         for gi in out if joint else (out,):
             if gi is not None and not isinstance(gi, Tensor):
