@@ -202,19 +202,20 @@ def _stacked(outs, n):
 
 # -- the step the core calls ---------------------------------------------------------------------------------
 def _refuse_closure(op, args, levels):
-    own = None  # the leaves the levels' VJPs made: gathered only where a level is sealed (plain vmap: never)
-    for lv in levels:
+    for i, lv in enumerate(levels):
         if lv.traced is not None:
             _refuse_traced(op, args, lv.traced)
         if not lv.sealed:
             continue
-        if own is None:
-            own = set().union(*(lv.own for lv in levels))
+        inner = levels[i:]  # lv and the levels opened inside it: what they made is not from lv's closure
+        own = set().union(*(v.own for v in inner))  # the leaves their VJPs made (a plain vmap never gets here)
         tapes = {id(t) for t in lv.sealed}
         for a in args:
-            if not isinstance(a, Tensor) or a.__class__ is Batched:
+            if not isinstance(a, Tensor):
                 continue
-            node = a._node
+            if a.__class__ is Batched and any(v in a._levels for v in inner):
+                continue  # batched along lv (or inside it): made from its arguments
+            node = a._node  # an outer vmap's batched value is a closure tensor of lv like any other
             if (node is not None and id(node.tape()) in tapes) or (
                 node is None and a.requires_grad and id(a) not in own
             ):

@@ -296,6 +296,28 @@ def test_what_reverse_mode_through_vmap_cannot_do_is_refused_naming_it():
     np.testing.assert_allclose(tg.grad(_batch_loss)(W, X, Y), tg.grad(_batch_loss)(W, X, Y), rtol=1e-12)
 
 
+def test_a_closure_tensor_batched_by_an_outer_vmap_is_refused_in_an_inner_vmap_under_a_tape():
+    # g's inner vmap closes over g's argument: the loop over examples is refused, and so is every vmap of it, never
+    # its gradient without the inner vmap's part (which the inner vmap's unbatched output would drop)
+    bm = RNG.standard_normal((4, 5))
+
+    def g(a):
+        return tg.vmap(lambda b: (tg.sin(a) * b).sum(), in_axes=1)(bm).sum() + a.sum()
+
+    for run in (
+        lambda: tg.grad(g)(X[0]),
+        lambda: tg.vmap(tg.grad(g))(X),
+        lambda: tg.grad(lambda xs: tg.vmap(g)(xs).sum())(X),
+        lambda: tg.jvp(lambda xs: tg.vmap(g)(xs), (X,), (np.ones_like(X),)),
+    ):
+        with pytest.raises(NotImplementedError, match="f uses a tensor from its closure"):
+            run()
+        assert BATCH.get() == () and TRACING.n == 0
+    # passed as an argument it is differentiated, per example
+    per = tg.vmap(tg.grad(lambda a: tg.vmap(lambda b, a: (tg.sin(a) * b).sum(), in_axes=(1, None))(bm, a).sum()))(X)
+    np.testing.assert_allclose(per, np.cos(X) * bm.sum(1), rtol=1e-12)
+
+
 # -- ops with several outputs (Op.outputs): each output batched, one entry for them all ---------------------
 SYM = RNG.standard_normal((4, 3, 3))
 SYM = SYM + np.swapaxes(SYM, -1, -2) + np.arange(3.0) * 3 * np.eye(3)  # eigenvalues well apart
