@@ -54,7 +54,7 @@ from .core import BaseTape, stop_recording
 from .core.record import record_batched, set_batching_rules
 from .forward import _step as _tangent_step
 from .forward import has_tangent
-from .ops import concatenate, moveaxis, reshape, transpose
+from .ops import concatenate, moveaxis, reshape
 from .ops._batching import BatchedIndex, full, rank, shift_axes, sizes
 from .registry import Op, defop
 
@@ -356,12 +356,22 @@ def _batch_leaf(leaf, axis, lv, what):
         r = d.ndim - k
         if r == 0:
             raise ValueError(f"{what}: in_axes={axis} for a 0-d argument")
-        return Batched.make(_moved(d, k + int(axis) % r, k), levels + (lv,)), d.shape[k + int(axis) % r]
+        ax = k + _in_range(axis, r, f"{what}: in_axes", d.shape[k:])
+        return Batched.make(_moved(d, ax, k), levels + (lv,)), d.shape[ax]
     d = leaf._data if isinstance(leaf, Tensor) else np.asarray(leaf)
     if d.ndim == 0:
         raise ValueError(f"{what}: in_axes={axis} for a 0-d argument; pass in_axes=None for it")
-    ax = int(axis) % d.ndim
+    ax = _in_range(axis, d.ndim, f"{what}: in_axes", d.shape)
     return Batched.make(_moved(d, ax, 0), (lv,)), d.shape[ax]
+
+
+def _in_range(axis, n, what, shape):
+    """``axis`` as an index in ``range(n)``; one outside ``-n..n-1`` is refused, as JAX refuses it (NumPy's
+    modulo would put the batch axis somewhere else, silently)."""
+    a = int(axis)
+    if not -n <= a < n:
+        raise ValueError(f"{what}={axis} is out of range for shape {tuple(shape)} (axes {-n}..{n - 1})")
+    return a % n
 
 
 def _moved(d, source, destination):
@@ -382,17 +392,17 @@ def _unbatch(o, lv, size, out_axes):
         rest = levels[:j] + levels[j + 1 :]
         d = o._data
         r = d.ndim - len(levels)
-        d = _moved(d, j, len(rest) + int(out_axes) % (r + 1))
+        d = _moved(d, j, len(rest) + _in_range(out_axes, r + 1, "vmap: out_axes", d.shape[len(levels) :]))
         return Batched.make(d, rest) if rest else Tensor._wrap(d)
     # the same for every example: broadcast along the new axis
     if o.__class__ is Batched:
         k = len(o._levels)
         d = o._data
-        pos = k + int(out_axes) % (d.ndim - k + 1)
+        pos = k + _in_range(out_axes, d.ndim - k + 1, "vmap: out_axes", d.shape[k:])
         d = np.expand_dims(d, pos)
         return Batched.make(np.broadcast_to(d, d.shape[:pos] + (size,) + d.shape[pos + 1 :]), o._levels)
     d = o._data if isinstance(o, Tensor) else np.asarray(o)
-    pos = int(out_axes) % (d.ndim + 1)
+    pos = _in_range(out_axes, d.ndim + 1, "vmap: out_axes", d.shape)
     d = np.expand_dims(d, pos)
     return Tensor._wrap(np.broadcast_to(d, d.shape[:pos] + (size,) + d.shape[pos + 1 :]).copy())
 
@@ -613,19 +623,18 @@ def _through_tape(f, spec, leaves, axes, out_axes, loop):
             return out
         return _joined(out, several)
 
-    res = _call(one, leaves, axes, out_axes, loop)
+    res = _call(one, leaves, axes, 0, loop)  # the batch axis first; out_axes is checked against each output below
     if not several:
-        return res
-    # the op's output is every example's outputs raveled and joined, with vmap's axis where out_axes put it
-    # for a vector: each output again, its batch axis where out_axes puts it
-    if int(out_axes) % 2:
-        res = transpose(res)
+        ax = _in_range(out_axes, res.ndim, "vmap: out_axes", res.shape[1:])
+        return moveaxis(res, 0, ax) if ax else res
+    # the op's output is every example's outputs raveled and joined, vmap's axis first: each output again, its
+    # batch axis where out_axes puts it
     pieces, off = [], 0
     for shape in several["shapes"]:
         size = int(np.prod(shape, dtype=np.int64))
         piece = reshape(res[:, off : off + size], (res.shape[0], *shape))
         off += size
-        ax = int(out_axes) % (len(shape) + 1)
+        ax = _in_range(out_axes, len(shape) + 1, "vmap: out_axes", shape)
         if ax:
             piece = moveaxis(piece, 0, ax)
         pieces.append(piece)

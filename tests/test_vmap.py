@@ -318,6 +318,25 @@ def test_a_closure_tensor_batched_by_an_outer_vmap_is_refused_in_an_inner_vmap_u
     np.testing.assert_allclose(per, np.cos(X) * bm.sum(1), rtol=1e-12)
 
 
+def test_an_axis_out_of_range_is_refused_not_wrapped():
+    x = np.ones((3, 4))
+    for kwargs, shape in (({"in_axes": 2}, "(3, 4)"), ({"in_axes": -3}, "(3, 4)"), ({"out_axes": 2}, "(4,)")):
+        with pytest.raises(ValueError, match=f"{next(iter(kwargs))}={next(iter(kwargs.values()))} is out of range "
+                           f"for shape \\{shape[:-1]}\\)"):  # fmt: skip
+            tg.vmap(lambda r: r * 2.0, **kwargs)(x)
+    with pytest.raises(ValueError, match="out_axes=1 is out of range for shape \\(\\)"):
+        tg.vmap(lambda r: r.sum(), out_axes=1)(x)
+    with pytest.raises(ValueError, match="out_axes=1 is out of range for shape \\(\\)"):  # through a tape too
+        tg.grad(lambda x: tg.vmap(lambda r: (r.sum(), r * 2.0), out_axes=1)(x)[1].sum())(x)
+    assert BATCH.get() == () and TRACING.n == 0
+    assert tg.vmap(lambda r: r * 2.0, in_axes=-2, out_axes=-1)(x).shape == (4, 3)  # in range, negative
+    g = tg.grad(lambda x: (tg.vmap(lambda r: tg.outer(r, r), out_axes=2)(x) * np.arange(48.0).reshape(4, 4, 3)).sum())
+    want = tg.grad(
+        lambda x: sum((tg.outer(x[i], x[i]) * np.arange(48.0).reshape(4, 4, 3)[..., i]).sum() for i in range(3))
+    )
+    np.testing.assert_allclose(g(x * 0.5), want(x * 0.5), rtol=1e-12)
+
+
 # -- ops with several outputs (Op.outputs): each output batched, one entry for them all ---------------------
 SYM = RNG.standard_normal((4, 3, 3))
 SYM = SYM + np.swapaxes(SYM, -1, -2) + np.arange(3.0) * 3 * np.eye(3)  # eigenvalues well apart
