@@ -337,6 +337,23 @@ def test_an_axis_out_of_range_is_refused_not_wrapped():
     np.testing.assert_allclose(g(x * 0.5), want(x * 0.5), rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: tg.einsum("ij,j->i", np.ones((2, 3)), x),
+        lambda x: tg.outer(x, x),
+        lambda x: tg.reshape(x, (-1, 1)),
+        lambda x: tg.dot(x, x),
+        lambda x: tg.cumsum(x, axis=None),
+    ],
+    ids=["einsum", "outer", "reshape", "dot", "cumsum"],
+)
+def test_a_batch_of_no_examples_gives_empty_results(fn):
+    want = np.asarray(fn(tg.Tensor(np.ones(3))).numpy())
+    got = tg.vmap(fn)(np.zeros((0, 3)))
+    assert got.shape == (0,) + want.shape and got.dtype == want.dtype
+
+
 # -- ops with several outputs (Op.outputs): each output batched, one entry for them all ---------------------
 SYM = RNG.standard_normal((4, 3, 3))
 SYM = SYM + np.swapaxes(SYM, -1, -2) + np.arange(3.0) * 3 * np.eye(3)  # eigenvalues well apart

@@ -100,7 +100,7 @@ def sizes(k, datas, batched):
     out = [1] * k
     for d, b in zip(datas, batched):
         if b:
-            out = [max(s, n) for s, n in zip(out, d.shape[:k])]
+            out = [s if n == 1 else n for s, n in zip(out, d.shape[:k])]  # broadcasting's: a batch of 0 stays 0
     return out
 
 
@@ -124,7 +124,7 @@ def flat_index_rule(forward, name):
         axis, keepdims = params.get("axis"), params.get("keepdims", False)
         if axis is not None:
             return forward(x, axis=shift_axes(axis, k, x.ndim - k), keepdims=keepdims)
-        out = forward(np.reshape(x, x.shape[:k] + (-1,)), axis=k, keepdims=False)
+        out = forward(np.reshape(x, x.shape[:k] + (math.prod(x.shape[k:]),)), axis=k, keepdims=False)
         return np.reshape(out, x.shape[:k] + (1,) * (x.ndim - k)) if keepdims else out
 
     return rule
@@ -133,7 +133,10 @@ def flat_index_rule(forward, name):
 def reshape_rule(k, datas, batched, params):
     x = _one(datas, batched, "reshape")
     shape = params["shape"]
-    return np.reshape(x, x.shape[:k] + (tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)))
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (int(shape),)
+    if -1 in shape and 0 in x.shape[:k]:  # an empty batch: NumPy cannot infer the -1 of (0, -1), the example can
+        shape = np.empty(x.shape[k:], dtype=np.bool_).reshape(shape).shape
+    return np.reshape(x, x.shape[:k] + shape)
 
 
 def transpose_rule(k, datas, batched, params):
@@ -556,7 +559,7 @@ def roll_rule(k, datas, batched, params):
     x = _one(datas, batched, "roll")
     axis, shift = params.get("axis"), params["shift"]
     if axis is None:  # the example flattened, rolled and given its shape back
-        flat = np.roll(np.reshape(x, x.shape[:k] + (-1,)), shift, axis=k)
+        flat = np.roll(np.reshape(x, x.shape[:k] + (math.prod(x.shape[k:]),)), shift, axis=k)
         return np.reshape(flat, x.shape)
     return np.roll(x, shift, axis=shift_axes(axis, k, x.ndim - k))
 
@@ -574,7 +577,7 @@ def pad_rule(k, datas, batched, params):
 
 def diagflat_rule(k, datas, batched, params):
     x = _one(datas, batched, "diagflat")
-    flat = np.reshape(x, x.shape[:k] + (-1,))
+    flat = np.reshape(x, x.shape[:k] + (math.prod(x.shape[k:]),))
     m, off = flat.shape[-1], params.get("k", 0)
     out = np.zeros(x.shape[:k] + (m + abs(off),) * 2, dtype=x.dtype)
     i = np.arange(m)
