@@ -246,13 +246,13 @@ def _is_complex(v) -> bool:
 
 
 def _elementwise(op):
-    vjps = op.vjps
+    vjps, diff = op.vjps, op.differentiable
 
     def rule(xp, tangents, ans, *inputs, **params):
         complex_out = _is_complex(ans)
         total = None
         for i, t in enumerate(tangents):
-            if t is None:
+            if t is None or not diff[i]:  # an input without a rule (copysign's sign): no tangent from it
                 continue
             complex_in = _is_complex(inputs[i])
             if not (complex_out or complex_in):

@@ -305,6 +305,16 @@ def test_a_plain_backward_inside_forward_mode_is_refused():
     assert FORWARD.get() == () and TRACING.n == 0
 
 
+def test_an_input_without_a_rule_that_carries_a_tangent_gives_none():
+    # copysign's sign (x2) has no gradient: its tangent adds nothing, also after x1's
+    x = np.array([1.0, -2.0, 0.5])
+    f = lambda x: tg.copysign(x, x - 0.7)  # noqa: E731
+    want = tg.jacrev(f)(x)
+    np.testing.assert_allclose(tg.jvp(f, (x,), (np.ones(3),))[1], np.diag(want), rtol=1e-12)
+    np.testing.assert_allclose(tg.jacfwd(f)(x), want, rtol=1e-12)
+    np.testing.assert_allclose(tg.hessian(lambda x: (f(x) ** 2).sum())(x), 2 * np.eye(3), rtol=1e-12)
+
+
 def test_bad_tangents_are_refused_naming_the_shapes():
     with pytest.raises(ValueError, match=r"jvp: tangents must have the structure and shapes of primals"):
         tg.jvp(tg.exp, (np.ones(3),), (np.ones(2),))
