@@ -313,12 +313,17 @@ def _paired(op, grads, tangents, inputs):
     for g, t, x in zip(grads, tangents, inputs):
         if g is None or t is None:
             continue
-        if op.broadcast and np.shape(_data(g)) != np.shape(_data(x)):
-            g = unbroadcast(tensor_rules, g, np.shape(_data(x)))
+        if op.broadcast and _shape(g) != _shape(x):
+            g = unbroadcast(tensor_rules, g, _shape(x))
         p = (g * t).sum()
         p = tensor_rules.real(p) if is_complex(_data(p)) else p
         s = p if s is None else s + p
     return s if isinstance(s, Tensor) and s._node is not None else None
+
+
+def _shape(v):
+    """One example's shape for vmap's batched tensors (their data holds the whole batch), else the value's."""
+    return tuple(v.shape) if isinstance(v, Tensor) else np.shape(v)
 
 
 def _symbolic(lv, levels_below, tangents, args) -> bool:

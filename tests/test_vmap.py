@@ -354,6 +354,16 @@ def test_a_batch_of_no_examples_gives_empty_results(fn):
     assert got.shape == (0,) + want.shape and got.dtype == want.dtype
 
 
+def test_vmap_of_jvp_through_a_transposed_rule_of_broadcasting_inputs_equals_the_loop():
+    x, b = RNG.standard_normal((3, 4)), RNG.standard_normal(4)
+    ws = RNG.standard_normal((2, 4))
+
+    def f(w):
+        return tg.jvp(lambda w: tg.standardize(x, w, b), (w,), (np.ones(4),))[1]
+
+    np.testing.assert_allclose(tg.vmap(f)(ws), np.stack([f(w) for w in ws]), rtol=1e-12)
+
+
 # -- ops with several outputs (Op.outputs): each output batched, one entry for them all ---------------------
 SYM = RNG.standard_normal((4, 3, 3))
 SYM = SYM + np.swapaxes(SYM, -1, -2) + np.arange(3.0) * 3 * np.eye(3)  # eigenvalues well apart
