@@ -428,6 +428,8 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
     array([3., 3., 3., 3.])
     """
 
+    _check_axes(in_axes, out_axes)
+
     @functools.wraps(f)
     def vmapped(*args):
         axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
@@ -451,6 +453,28 @@ def _own_view(a):
     if a.__class__ is Tensor and a._node is None and not a.requires_grad:
         return Tensor._wrap(a._data.view()) if isinstance(a._data, np.ndarray) else a
     return a
+
+
+def _is_axis(a) -> bool:
+    return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+
+
+def _check_axes(in_axes, out_axes) -> None:
+    """vmap's axes, as it takes them: in_axes an int, None or one int-or-None per argument; out_axes an int."""
+    entries = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,)
+    bad = [a for a in entries if not (a is None or _is_axis(a))]
+    if bad:
+        raise TypeError(
+            f"vmap: in_axes={in_axes!r}: each entry is an int (the argument's batch axis) or None (shared by every "
+            f"example), one per argument, not {type(bad[0]).__name__}; the axes of a pytree argument's leaves "
+            "are one axis for all of them (move a leaf's axis first, or pass it as an argument of its own)"
+        )
+    if not _is_axis(out_axes):
+        raise TypeError(
+            f"vmap: out_axes={out_axes!r}: an int, where the batch axis goes in every output (a tuple per output "
+            "and None, an output shared by every example, are not supported: move the axis with np.moveaxis "
+            "after the call)"
+        )
 
 
 def _plain(f, args, axes, out_axes, loop, sealed=None, traced=None):

@@ -550,7 +550,7 @@ def jacfwd(f: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
             leaves, ospec = tree_flatten(cols, "jacfwd")
             per_leaf.append([
                 reshape(c, c.shape[:-1] + shape) if isinstance(c, Tensor) else np.reshape(c, np.shape(c)[:-1] + shape)
-                if n else np.zeros(np.shape(c) + shape) for c in leaves
+                if n else np.zeros(np.shape(c) + shape, dtype=getattr(c, "dtype", None)) for c in leaves
             ])  # fmt: skip
         blocks = [per_argument(specs, [cols[i] for cols in per_leaf], many) for i in range(len(per_leaf[0]))]
         jac = finish(tree_unflatten(ospec, blocks), recording)

@@ -766,3 +766,25 @@ def test_nested_vmap_with_inputs_batched_at_different_levels_equals_the_double_l
         got = _vmapped(f, None, (b_first, *b_others), run=run)
         assert got.shape == expected.shape, (run.__name__, got.shape, expected.shape)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("in_axes", "out_axes", "message"),
+    [
+        (({"a": 0, "b": None},), 0, r"in_axes=.*each entry is an int .* or None"),
+        ((0.5,), 0, r"in_axes=.*not float"),
+        (True, 0, r"in_axes=True.*not bool"),
+        (0, (1, 0), r"out_axes=\(1, 0\): an int"),
+        (0, None, r"out_axes=None: an int"),
+    ],
+)
+def test_axes_vmap_does_not_take_are_refused_by_name_when_it_is_made(in_axes, out_axes, message):
+    # JAX's pytree prefixes and out_axes=None: a bare TypeError from int() before, at the call
+    with pytest.raises(TypeError, match="^vmap: " + message):
+        tg.vmap(lambda x: x, in_axes=in_axes, out_axes=out_axes)
+
+
+def test_jacfwd_of_an_empty_float32_input_keeps_float32():
+    x = np.ones((0,), np.float32)
+    a, b = tg.jacfwd(tg.sin)(x), tg.jacrev(tg.sin)(x)
+    assert a.shape == b.shape == (0, 0) and a.dtype == b.dtype == np.float32
