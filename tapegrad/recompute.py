@@ -15,14 +15,16 @@ Contract
   error says so): its gradient can only flow through the entry's inputs.
 - Higher order works: when the replay is itself recorded (``create_graph=True``), the recomputation and its
   replay are recorded too, so the gradients can be differentiated again.
-- Outside ``record()`` it is simply ``fn(*args)``.
+- Outside ``record()`` it is simply ``fn(*args)``, and so it is inside ``vmap`` and forward mode (``jvp``,
+  ``jacfwd``, ``hvp``): their derivatives are exact, without the memory saving (a recomputation would have to
+  batch, or carry tangents through, the block's own tape).
 """
 
 from __future__ import annotations
 
 import functools
 
-from ._state import ACTIVE, WATCHED, is_recording
+from ._state import ACTIVE, BATCH, FORWARD, WATCHED, is_recording
 from ._tensor import Tensor
 from .backend.numpy_rules import numpy_rules
 from .core import BaseTape, Node, keep_pending, stop_recording
@@ -110,7 +112,7 @@ def checkpoint(fn):
 
     @functools.wraps(fn)
     def run(*args):
-        if not is_recording():
+        if not is_recording() or BATCH.get() or FORWARD.get():
             return fn(*args)
         # The probe records under the tapes recording now (values they recorded are nested use, not carried over).
         active = ACTIVE.get()

@@ -269,6 +269,28 @@ def test_checkpoint_second_derivatives_match():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12, atol=1e-12)
 
 
+CHECKPOINTED_TRANSFORMS = {  # (transform of f, of the same f without checkpoints)
+    "vmap(grad)": lambda f, W: tg.vmap(tg.grad(f))(np.stack([W, 2 * W])),
+    "vmap(grad, loop=True)": lambda f, W: tg.vmap(tg.grad(f), loop=True)(np.stack([W, 2 * W])),
+    "grad(vmap)": lambda f, W: tg.grad(lambda w: tg.vmap(f)(tg.stack([w, 2 * w])).sum())(W),
+    "hvp": lambda f, W: tg.hvp(f, W, W),
+    "jvp(grad)": lambda f, W: tg.jvp(tg.grad(f), (W,), (np.ones_like(W),))[1],
+    "jacfwd": lambda f, W: tg.jacfwd(f)(W),
+}
+
+
+@pytest.mark.parametrize("transform", list(CHECKPOINTED_TRANSFORMS))
+def test_checkpoint_inside_vmap_and_forward_mode_gives_the_plain_derivatives(transform):
+    # no batching or forward-mode rule: refused before, and under vmap(loop=True) an IndexError; it runs as fn
+    rng = np.random.default_rng(4)
+    W, X = rng.normal(size=(3, 3)), rng.normal(size=(2, 3))
+    block = lambda h, w: tg.tanh(h @ w) * 2.0  # noqa: E731
+    ck = tg.checkpoint(block)
+    run = CHECKPOINTED_TRANSFORMS[transform]
+    got = run(lambda w: (ck(ck(X, w), w) ** 2).sum(), W)
+    np.testing.assert_allclose(got, run(lambda w: (block(block(X, w), w) ** 2).sum(), W), rtol=1e-12)
+
+
 def test_checkpoint_refuses_an_outer_intermediate_it_does_not_take_as_argument():
     w = tg.Tensor(np.ones((2, 2)), requires_grad=True)
     with tg.record():
