@@ -147,3 +147,27 @@ def test_the_tape_floor_times_every_level_and_engine_paired_with_the_node_graph(
     per_op, ratio = tape_floor.measure(2, TINY)
     assert {"list", "weak", "record", "tapegrad", "nodegraph"} <= set(per_op)
     assert ratio["nodegraph"] == 1.0 and all(f > 0 and b > 0 for f, b in per_op.values())
+
+
+def _checked_ops(tg):
+    """The names of the ops of package ``tg`` whose rules run checked, as a user's rules do."""
+    checked = set()
+    for op in tg.registry.REGISTRY.values():
+        rules = op.vjps if isinstance(op.vjps, tuple) else (op.vjps.rule,)
+        if any(getattr(getattr(r, "__code__", None), "co_name", "") == "rule_checked" for r in rules):
+            checked.add(op.name)
+    return checked
+
+
+def test_tapegrads_own_rules_run_unchecked_in_the_second_copy_the_benchmarks_import_too():
+    # The compiled-path engine is this tree imported again under another name; its builtin rules are its own,
+    # not a user's: checked, each rule call cost the engine a wrapper and made it time another program.
+    import tapegrad
+
+    assert _checked_ops(tapegrad) == set()
+    if "tapegrad-native" not in {e.name for e in available_engines()[0]}:
+        pytest.skip("the compiled hot path is not built here")
+    speed_engines._tapegrad_native()
+    native = speed_engines._NATIVE[0]
+    assert native.__name__ == "tapegrad_native" and len(native.registry.REGISTRY) == len(tapegrad.registry.REGISTRY)
+    assert _checked_ops(native) == set()
