@@ -9,7 +9,8 @@ from them (scaled by 1, 0.95 and 0.9, inside the row's domain); then, in float64
   and for shared (``in_axes=None``) inputs;
 - an op without a batching rule raises naming it, and ``loop=True`` gives the same as a loop;
 - nested vmaps, the first input batched by one and the others by the other (both ways round), equal the double
-  loop: a rule broadcasts each input's own batch axes.
+  loop: a rule broadcasts each input's own batch axes;
+- a batch of no examples gives an empty batch of one example's shape and dtype.
 
 The meta-test pins the ops that have no batching rule, so a new op gets one or is listed here knowingly.
 """
@@ -362,6 +363,26 @@ def test_vmap_of_jvp_through_a_transposed_rule_of_broadcasting_inputs_equals_the
         return tg.jvp(lambda w: tg.standardize(x, w, b), (w,), (np.ones(4),))[1]
 
     np.testing.assert_allclose(tg.vmap(f)(ws), np.stack([f(w) for w in ws]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", OPS, ids=IDS)
+@settings(max_examples=1)
+@given(data=st.data())
+def test_vmap_of_each_op_over_a_batch_of_no_examples_gives_one_examples_shape_after_the_empty_batch(case, data):
+    # a batch of 0 stays 0 through every rule: no max(1, size), no -1 for NumPy to infer from an empty array,
+    # no groups of zero examples, and no per-matrix loop that needs one matrix to know its dtype
+    arrays, kwargs = data.draw(_inputs(case), label="arrays, kwargs")
+    want = np.asarray(case.fn(*[tg.Tensor(a) for a in arrays], **kwargs).numpy())
+    got = _vmapped(lambda *a: case.fn(*a, **kwargs), 0, [np.zeros((0,) + a.shape, a.dtype) for a in arrays])
+    got = np.asarray(got.numpy() if isinstance(got, tg.Tensor) else got)
+    assert got.shape == (0,) + want.shape and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("batch", [(0, 4), (3, 0)], ids=["no examples", "no positions"])
+def test_index_update_at_each_examples_own_positions_over_an_empty_batch(batch):
+    positions = np.zeros(batch, dtype=np.int64)
+    got = tg.vmap(lambda x, i: tg.index_update(x, i, 1.0), in_axes=(None, 0))(np.arange(5.0), positions)
+    assert np.asarray(got.numpy() if isinstance(got, tg.Tensor) else got).shape == (batch[0], 5)
 
 
 # -- ops with several outputs (Op.outputs): each output batched, one entry for them all ---------------------

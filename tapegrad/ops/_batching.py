@@ -375,6 +375,9 @@ def conv_rule(forward, name):
         n = sizes(k, datas, batched)
         x, w = full(k, datas, batched, n)
         b = int(np.prod(n, dtype=np.int64))
+        if b == 0:  # no example: no groups to fold them into; one example's output says the shape
+            one = forward(np.zeros(x.shape[k:], x.dtype), np.zeros(w.shape[k:], w.dtype), **params)
+            return np.zeros(tuple(n) + one.shape, one.dtype)
         x = np.moveaxis(np.reshape(x, (b,) + x.shape[k:]), 0, 1)  # (N, B, C, *spatial)
         x = np.reshape(x, (x.shape[0], -1) + x.shape[3:])
         w = np.reshape(w, (-1,) + w.shape[k + 1 :])
@@ -485,7 +488,7 @@ def scatter_along_axis_rule(k, datas, batched, params):
     g = g if batched[0] else np.reshape(g, (1,) * k + np.shape(g))  # shared, the indices batched
     idx = _index_with_batch(k, params["indices"])
     shape = tuple(params["shape"])
-    n = [max(a, b) for a, b in zip(g.shape[:k], idx.shape[:k])]
+    n = list(np.broadcast_shapes(g.shape[:k], idx.shape[:k]))  # not max(): a batch of 0 stays 0
     idx = np.broadcast_to(idx, tuple(n) + idx.shape[k:])
     at = [np.arange(s).reshape((1,) * i + (s,) + (1,) * (k + len(shape) - i - 1)) for i, s in enumerate(n)]
     at += [
@@ -508,7 +511,7 @@ def _last_of_each(flat):
 
 def _global_positions(k, pos, n, size):
     """Per-example flat positions ``pos`` (batch axes first) as positions into the whole batch, one row each."""
-    pos = np.broadcast_to(pos, tuple(n) + pos.shape[k:]).reshape(math.prod(n), -1) % size
+    pos = np.broadcast_to(pos, tuple(n) + pos.shape[k:]).reshape(math.prod(n), math.prod(pos.shape[k:])) % size
     return pos + (np.arange(pos.shape[0]) * size)[:, None]
 
 
@@ -543,7 +546,7 @@ def index_update_rule(k, datas, batched, params):
 def _index_update_per_example(k, x, v, batched, pos):
     """``index_update`` of a flat example at positions of its own (``tg.index_update``'s batched index): each
     example's last write to a position wins, as without vmap."""
-    n = tuple(max(a, b) for a, b in zip(sizes(k, [x, v], batched), pos.shape[:k]))
+    n = np.broadcast_shapes(tuple(sizes(k, [x, v], batched)), pos.shape[:k])  # not max(): a batch of 0 stays 0
     shape = x.shape[k:] if batched[0] else np.shape(x)
     out = np.array(np.broadcast_to(x, n + shape), order="C")  # C order: its reshape below is a view
     size = math.prod(shape)

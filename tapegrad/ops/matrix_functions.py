@@ -49,8 +49,10 @@ def _logm(a, *, xp=np):
     sl = _scipy("logm", xp)
     a64 = a.astype(np.result_type(a.dtype, np.float64))
     parts = [sl.logm(a64[i]) for i in np.ndindex(*a.shape[:-2])]
-    dtype = np.result_type(*[p.dtype for p in parts])
-    return _same_precision(np.stack(parts).astype(dtype).reshape(a.shape), a)
+    # no matrix at all (an empty batch) has a real logarithm: the dtype is the input's, as for a batch of them
+    dtype = np.result_type(a64.dtype, *[p.dtype for p in parts])
+    stacked = np.stack(parts) if parts else np.empty(a.shape, dtype)
+    return _same_precision(stacked.astype(dtype).reshape(a.shape), a)
 
 
 def _frechet_vjp(xp, f, g, a):
