@@ -127,6 +127,9 @@ TRACER: ContextVar = ContextVar("tapegrad_tracer", default=None)  # this context
 FORWARD: ContextVar[tuple] = ContextVar("tapegrad_forward", default=())
 # vmap (tapegrad.batching): the batch levels open in this context, outermost first; TRACING.n counts them too.
 BATCH: ContextVar[tuple] = ContextVar("tapegrad_batch", default=())
+# vmap under a tape: the closures being taken over while its function runs, innermost last. Each has
+# ``take(args)``, which every op's inputs pass through first (a tensor of f's closure becomes the call's input).
+CLOSED: ContextVar[tuple] = ContextVar("tapegrad_closed", default=())
 # This context's op probe while it is profiled (tapegrad.profiler): ``probe.start(op)`` before an op's forward,
 # ``probe.stop(op, datas, params, out)`` after it; it counts in TRACING.n while it is set.
 PROBE: ContextVar = ContextVar("tapegrad_probe", default=None)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._batched import Batched
 from .._shapes import Shape
-from .._state import ACTIVE, BATCH, CLOCK, FORWARD, PROBE, TRACER, TRACING, WATCHED
+from .._state import ACTIVE, BATCH, CLOCK, CLOSED, FORWARD, PROBE, TRACER, TRACING, WATCHED
 from .._tensor import Tensor
 from .._tree import holds_tensor
 from ..backend import NUMPY, PLAIN, common_backend
@@ -54,6 +54,15 @@ def set_batching_rules(fn) -> None:
     _BATCHING[0] = fn
 
 
+def _taken_over(args) -> tuple:
+    """``args`` as a vmapped call under a tape sees them: a tensor of its function's closure that the tapes
+    outside record is the call's input (``_state.CLOSED``; tapegrad.batching), so its gradient is the call's."""
+    closed = CLOSED.get()
+    for i, closure in enumerate(closed):
+        args = closure.take(args, closed[i + 1 :])
+    return args
+
+
 def _batched(args) -> bool:
     for a in args:
         if a.__class__ is Batched:
@@ -79,6 +88,7 @@ def set_tangent_rules(fn) -> None:
 def apply(op, args, params):
     """Run ``op`` on ``args`` (tensors, arrays, scalars) and record it on every active tape that needs it."""
     if TRACING.n:
+        args = _taken_over(args)
         if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
@@ -408,6 +418,7 @@ def apply_several(op, args, params) -> tuple:
     (1, True)
     """
     if TRACING.n:
+        args = _taken_over(args)
         if BATCH.get() and _batched(args):
             return _BATCHING[0](op, args, params)  # the tuple of the batched outputs, recorded there
         _start(op)
@@ -593,6 +604,7 @@ def _forward_any(op, args, datas, params):
 def apply_nondiff(op, args, params):
     """Run an op whose result carries no gradient (comparisons, argmax): never recorded."""
     if TRACING.n:
+        args = _taken_over(args)
         if BATCH.get() and (_batched(args) or _batched_params(params)):
             return _BATCHING[0](op, args, params)
         _start(op)
