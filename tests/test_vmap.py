@@ -881,3 +881,10 @@ def test_jacfwd_of_an_empty_float32_input_keeps_float32():
     x = np.ones((0,), np.float32)
     a, b = tg.jacfwd(tg.sin)(x), tg.jacrev(tg.sin)(x)
     assert a.shape == b.shape == (0, 0) and a.dtype == b.dtype == np.float32
+
+
+def test_second_order_through_a_vmapped_call_linear_in_its_shared_argument_is_zero():
+    # each example's VJP is then constant in the argument: no tape records it, and its derivative is 0
+    f = lambda w: tg.vmap(lambda x, a: (a * x).sum(), in_axes=(0, None))(X, w * 2.0).sum()  # noqa: E731
+    np.testing.assert_array_equal(tg.hessian(f)(W[:, 0]), np.zeros((4, 4)))
+    np.testing.assert_array_equal(tg.jacrev(tg.jacrev(f))(W[:, 0]), np.zeros((4, 4)))
