@@ -26,10 +26,10 @@ Reverse mode through vmap (``grad(lambda x: vmap(f)(x).sum())``, ``loss.backward
 run on the arguments' values and whose rule is the same op of one example's VJP, so its gradient is the loop's
 and can be differentiated again, and a compiled program runs it as one step. ``jvp`` of vmap is the op's VJP
 transposed (``jvp="transpose"``); inside another vmap (``jacfwd`` of vmap, whose columns are a vmap) the op is
-batched by a nested vmap (``_vmap_batch``). A tensor of ``f``'s closure that the tapes outside record is an input
-of that op too (``_Closure``: found as ``f`` first runs, then shared by every example). Refused naming what to do,
-never computed wrongly: a tensor of ``f``'s closure that a tangent outside carries, that an outer vmap batches, or
-that ``tg.compile`` traces (the step would keep the first call's value), forward mode over a gradient through vmap where an op of the VJP has no batching rule, and
+batched by a nested vmap (``_vmap_batch``). A tensor of ``f``'s closure that the tapes outside record, or that
+carries a tangent of a level outside, is an input of that op too (``_Closure``: found as ``f`` first runs, then
+shared by every example). Refused naming what to do, never computed wrongly: a tensor of ``f``'s closure that an
+outer vmap batches, or that ``tg.compile`` traces (the step would keep the first call's value), forward mode over a gradient through vmap where an op of the VJP has no batching rule, and
 outputs of several dtypes of such a call (its several outputs are one vector per example, split after it).
 
 A parameter that ``f`` computed from a batched argument (``argsort``'s indices in ``sort``) is batched too: the
@@ -441,7 +441,7 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
             if TRACER.get() is not None or any(_recorded(leaf) or has_tangent(leaf) for leaf in leaves):
                 return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
             sealed = ACTIVE.get()
-            closure = _Closure({}, sealed=sealed, stop=True)
+            closure = _Closure({}, sealed=sealed, levels=FORWARD.get(), stop=True)
             try:  # nothing of theirs to differentiate, unless f's closure holds something (then it is one op)
                 with _taking(closure):
                     return _plain(f, args, axes, out_axes, loop, sealed)
@@ -650,11 +650,11 @@ def _call(fn, leaves, axes, out_axes, loop):
     """The vmapped call as one op on ``leaves``, and on the tensors of ``fn``'s closure that the tapes recording
     now differentiate (``_Closure``): a first run finds them, and the call is made again with each as an input
     shared by every example (in_axes=None), which ``fn`` sees where it used the tensor."""
-    sealed = ACTIVE.get()
-    if sealed and TRACER.get() is None:
+    sealed, levels = ACTIVE.get(), FORWARD.get()
+    if (sealed or levels) and TRACER.get() is None:
         found = {}
         try:
-            return _apply_call(_finding(fn, _Closure({}, found, sealed)), leaves, axes, out_axes, loop)
+            return _apply_call(_finding(fn, _Closure({}, found, sealed, levels)), leaves, axes, out_axes, loop)
         except _ClosedOver as stop:
             if stop.closure.found is not found:
                 raise  # another call's
@@ -689,12 +689,13 @@ class _Closure:
     """The tensors of one vmapped call's closure: ``stand_ins`` (id of the closure's tensor -> what f's ops get
     for it) and, on a first run, the tensors ``found`` that the tapes ``sealed`` differentiate."""
 
-    __slots__ = ("stand_ins", "found", "tapes", "stop", "depth")
+    __slots__ = ("stand_ins", "found", "tapes", "levels", "stop", "depth")
 
-    def __init__(self, stand_ins, found=None, sealed=(), stop=False):
+    def __init__(self, stand_ins, found=None, sealed=(), levels=(), stop=False):
         self.stand_ins = stand_ins
         self.found = found
         self.tapes = {id(t) for t in sealed}
+        self.levels = levels  # the forward-mode levels open outside: a tangent of theirs is differentiated too
         self.stop = stop  # the first such tensor ends the run (vmap then makes the call one op)
         self.depth = len(BATCH.get())  # the levels opened from here on are the call's own
 
@@ -722,6 +723,8 @@ class _Closure:
         return args if new is None else tuple(new)
 
     def _differentiated(self, a) -> bool:
+        if self.levels and has_tangent(a, self.levels):
+            return True
         node = a._node
         if node is not None:
             return id(node.tape()) in self.tapes

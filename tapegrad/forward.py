@@ -113,10 +113,10 @@ def tangent_of(x, lv):
     return None if d is None else d.get(lv)
 
 
-def has_tangent(x) -> bool:
-    """Whether ``x`` carries a tangent of a level open in this context."""
+def has_tangent(x, levels=None) -> bool:
+    """Whether ``x`` carries a tangent of a level open in this context (or of one of ``levels``)."""
     d = _tangents(x)
-    return bool(d) and any(lv in d for lv in FORWARD.get())
+    return bool(d) and any(lv in d for lv in (FORWARD.get() if levels is None else levels))
 
 
 def set_tangent(x: Tensor, lv, t) -> None:
