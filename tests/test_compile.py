@@ -191,6 +191,34 @@ def test_arrays_read_from_outside_are_constants_of_the_program():
     assert_same(f(np.ones(2)), np.array([1.0, 2.0]))
 
 
+@pytest.mark.parametrize(
+    "how, first_call_under_the_tape",
+    [("leaf", True), ("leaf", False), ("watched", True), ("watched", False), ("recorded", True)],
+    ids=["leaf traced under it", "leaf traced before", "watched traced under it", "watched traced before", "recorded"],
+)
+def test_a_tensor_read_from_outside_that_the_tape_differentiates_gets_its_gradient(how, first_call_under_the_tape):
+    # a model's weight in a compiled function's closure, called in a record() block: the program would read it as a
+    # constant (and its gradient be lost with no error), so the call runs as Python, as with a differentiated
+    # argument; outside a tape the program runs
+    x = np.array([3.0, 4.0])
+    w = tg.Tensor([1.0, -2.0], requires_grad=(how == "leaf"))
+    held = {"w": w}
+    f = tg.compile(lambda x: (tg.sin(x * held["w"])).sum())
+    if not first_call_under_the_tape:
+        assert_same(f(x), np.sin(x * w.numpy()).sum())
+    with tg.record() as t:
+        if how == "watched":
+            t.watch(w)
+        if how == "recorded":
+            base = tg.Tensor([0.5, -1.0], requires_grad=True)
+            held["w"] = base * 2.0
+        loss = f(x) + (held["w"] * held["w"]).sum()
+    grads = t.gradient(loss, [w if how != "recorded" else base])
+    want = x * np.cos(x * held["w"].numpy()) + 2 * held["w"].numpy()
+    np.testing.assert_allclose(grads[0], want * (2.0 if how == "recorded" else 1.0), rtol=1e-12)
+    assert f.cache_info().misses >= 1
+
+
 def test_a_constant_result_is_a_fresh_copy_each_call():
     f = tg.compile(tg.grad(lambda x, y: (x * 2).sum(), argnums=(0, 1)))  # y takes no part: its gradient is zeros
     first = f(np.ones(2), np.ones(2))[1]

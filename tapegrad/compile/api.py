@@ -24,8 +24,8 @@ Contract
   does, and compares (draws replayed from the same generator states); a difference is a TracingError saying what usually causes it.
   ``check=False`` turns this off.
 - **Transforms and tapes.** Called while a tape differentiates its arguments (inside ``tg.grad``,
-  ``tg.jacobian``, a ``record()`` block with ``requires_grad`` inputs), or while another compiled function is
-  traced, or inside forward mode or ``vmap``, the function runs as Python, so that the tape (or the trace, the
+  ``tg.jacobian``, a ``record()`` block with ``requires_grad`` inputs) or a tensor it read from outside them
+  when traced (``_OutsideReads``: a model's weights), or while another compiled function is traced, or inside forward mode or ``vmap``, the function runs as Python, so that the tape (or the trace, the
   tangents, the batch) sees its ops:
   ``tg.hessian(tg.compile(tg.grad(f)))`` is correct; ``tg.compile(tg.hessian(f))`` compiles the whole.
 - **Memory.** After a call nothing of the trace is alive; a program keeps its planned buffers (an arena, the
@@ -41,13 +41,15 @@ import inspect
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .._batched import Batched
 from .._html import STYLE, esc
 from .._scope import check_argnums, parse_argnums
-from .._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED, mark_modified
+from .._state import ACTIVE, BATCH, CLOSED, FORWARD, TRACER, TRACING, WATCHED, mark_modified
 from .._tensor import Tensor
 from .._tree import LEAF, tree_flatten, tree_unflatten
 from ..backend import memory_root, to_numpy
@@ -138,13 +140,38 @@ def _checked_donations(fn, nums, n):
 
 
 class _Entry:
-    __slots__ = ("program", "out_spec", "checked", "generators")
+    __slots__ = ("program", "out_spec", "checked", "generators", "outside")
 
-    def __init__(self, program, out_spec, checked, generators):
+    def __init__(self, program, out_spec, checked, generators, outside=()):
         self.program = program
         self.out_spec = out_spec
         self.checked = checked
         self.generators = generators
+        self.outside = outside  # weak references to the tensors it read from outside its arguments (_OutsideReads)
+
+    def reads_differentiated(self) -> bool:
+        """Whether a tape recording now differentiates a tensor the program read as a constant."""
+        return any(_differentiated(r()) for r in self.outside)
+
+
+class _OutsideReads:
+    """The tensors a traced function reads from outside its arguments (a model's weights from its closure):
+    constants of the program, which under a tape that differentiates them would pass no gradient back. Every
+    op's inputs pass through ``take`` while the function is traced (``_state.CLOSED``, read by core.record)."""
+
+    __slots__ = ("found",)
+
+    def __init__(self):
+        self.found = {}
+
+    def take(self, args, inner=()):
+        tracer = TRACER.get()
+        for a in args:
+            # any tensor, not only one differentiated now: a tape may watch it, or record it, at a later call (inside
+            # a vmapped step, which runs f again at each call, no tracer: its batched values are its own)
+            if isinstance(a, Tensor) and a.__class__ is not Batched and (tracer is None or not tracer.traces(a._data)):
+                self.found[id(a)] = weakref.ref(a)
+        return args
 
 
 class Compiled:
@@ -184,7 +211,10 @@ class Compiled:
         key = (spec, tuple([(a.__class__, a.shape, a.dtype, getattr(a, "strides", None)) for a in arrays]), donated)
         entry = self._cache.get(key)
         if entry is None:
-            return self._trace(key, spec, arrays, donated)
+            out = self._trace(key, spec, arrays, donated)
+            return self.fn(*args, **kwargs) if out is _AS_PYTHON else out
+        if entry.outside and ACTIVE.get() and entry.reads_differentiated():
+            return self.fn(*args, **kwargs)  # a tape differentiates what the program reads as a constant
         with self._lock:
             self._hits += 1
             self._cache.move_to_end(key)
@@ -229,7 +259,12 @@ class Compiled:
     def _trace(self, key, spec, arrays, donated):
         with _gc_paused():
             t0 = time.perf_counter()
-            graph, out_spec, first = trace(self.fn, arrays, spec)
+            reads = _OutsideReads()
+            token = CLOSED.set(CLOSED.get() + (reads,))
+            try:
+                graph, out_spec, first = trace(self.fn, arrays, spec)
+            finally:
+                CLOSED.reset(token)
             t1 = time.perf_counter()
             names = _leaf_names(self.fn, spec)
             program = build(graph, donated, getattr(self.fn, "__name__", "program"), self.arena_limit, names, self.fuse)
@@ -241,13 +276,15 @@ class Compiled:
             for c in _consts(n.params)
             if isinstance(c.value, np.random.Generator)
         ]
-        entry = _Entry(program, out_spec, not self.check, generators)
+        entry = _Entry(program, out_spec, not self.check, generators, tuple(reads.found.values()))
         with self._lock:
             self._misses += 1
             self._cache[key] = entry
             while len(self._cache) > self.maxsize:
                 self._cache.popitem(last=False)
         self._last = entry
+        if entry.outside and ACTIVE.get() and entry.reads_differentiated():
+            return _AS_PYTHON  # before a donated argument is overwritten: the call runs as Python instead
         results = []
         overwritten = {
             id(o): v
@@ -456,6 +493,9 @@ def _consts(obj):
     elif isinstance(obj, dict):
         for x in obj.values():
             yield from _consts(x)
+
+
+_AS_PYTHON = object()  # what _trace returns for a call that runs as Python
 
 
 def _differentiated(x) -> bool:
