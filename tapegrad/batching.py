@@ -27,7 +27,7 @@ run on the arguments' values and whose rule is the same op of one example's VJP,
 and can be differentiated again, and a compiled program runs it as one step. ``jvp`` of vmap is the op's VJP
 transposed (``jvp="transpose"``); inside another vmap (``jacfwd`` of vmap, whose columns are a vmap) the op is
 batched by a nested vmap (``_vmap_batch``). A tensor of ``f``'s closure that the tapes outside record, or that
-carries a tangent of a level outside, is an input of that op too (``_Closure``: found as ``f`` first runs, then
+carries a tangent of a level outside, is an input of that op too (``tapegrad._closure``: found as ``f`` first runs, then
 shared by every example). Refused naming what to do, never computed wrongly: a tensor of ``f``'s closure that an
 outer vmap batches, or that ``tg.compile`` traces (the step would keep the first call's value), forward mode over a gradient through vmap where an op of the VJP has no batching rule, and
 outputs of several dtypes of such a call (its several outputs are one vector per example, split after it).
@@ -47,8 +47,9 @@ import inspect
 import numpy as np
 
 from ._batched import Batched
+from ._closure import ClosedOver, Closure, closing_over, finding, taking
 from ._scope import finish, functional_input, keeps_tensors
-from ._state import ACTIVE, BATCH, CLOSED, FORWARD, TRACER, TRACING, WATCHED
+from ._state import ACTIVE, BATCH, FORWARD, TRACER, TRACING, WATCHED
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
 from .core import BaseTape, stop_recording
@@ -441,11 +442,11 @@ def vmap(f, in_axes=0, out_axes=0, *, loop: bool = False):
             if TRACER.get() is not None or any(_recorded(leaf) or has_tangent(leaf) for leaf in leaves):
                 return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
             sealed = ACTIVE.get()
-            closure = _Closure({}, sealed=sealed, levels=FORWARD.get(), stop=True)
+            closure = Closure({}, sealed=sealed, levels=FORWARD.get(), stop=True)
             try:  # nothing of theirs to differentiate, unless f's closure holds something (then it is one op)
-                with _taking(closure):
+                with taking(closure):
                     return _plain(f, args, axes, out_axes, loop, sealed)
-            except _ClosedOver as stop:
+            except ClosedOver as stop:
                 if stop.closure is not closure:
                     raise  # another call's
             return _through_tape(f, spec, leaves, _leaf_axes(args, axes), out_axes, loop)
@@ -648,18 +649,18 @@ _vmap_op = defop(
 
 def _call(fn, leaves, axes, out_axes, loop):
     """The vmapped call as one op on ``leaves``, and on the tensors of ``fn``'s closure that the tapes recording
-    now differentiate (``_Closure``): a first run finds them, and the call is made again with each as an input
+    now differentiate (``tapegrad._closure``): a first run finds them, and the call is made again with each as an input
     shared by every example (in_axes=None), which ``fn`` sees where it used the tensor."""
     sealed, levels = ACTIVE.get(), FORWARD.get()
     if (sealed or levels) and TRACER.get() is None:
         found = {}
         try:
-            return _apply_call(_finding(fn, _Closure({}, found, sealed, levels)), leaves, axes, out_axes, loop)
-        except _ClosedOver as stop:
+            return _apply_call(finding(fn, Closure({}, found, sealed, levels)), leaves, axes, out_axes, loop)
+        except ClosedOver as stop:
             if stop.closure.found is not found:
                 raise  # another call's
             closure = tuple(found.values())
-        fn = _closing_over(fn, closure)
+        fn = closing_over(fn, closure)
         leaves, axes = [*leaves, *closure], (*axes, *(None,) * len(closure))
     return _apply_call(fn, leaves, axes, out_axes, loop)
 
@@ -667,112 +668,6 @@ def _call(fn, leaves, axes, out_axes, loop):
 def _apply_call(fn, leaves, axes, out_axes, loop):
     needs = tuple(_needs(leaf) for leaf in leaves)
     return _vmap_op(list(leaves), fn=fn, axes=tuple(axes), out_axes=out_axes, loop=loop, needs=needs)
-
-
-# -- the tensors of f's closure ----------------------------------------------------------------------------------
-# A vmapped call on a tape is one op, whose inputs are its arguments; a tensor of f's closure that the tapes
-# outside record (a model's weight, in grad(lambda w: vmap(lambda x: loss(w, x))(X).sum())) would reach f's ops
-# as a constant of the call, its gradient lost. Every op's inputs pass through the open closures' ``take`` first
-# (core.record reads ``_state.CLOSED``): while the call runs the first time, such a tensor is recorded as found
-# and replaced by a constant of its value; the call is then made with the found tensors as inputs, and each run
-# of f (its forward, its examples' VJPs, its batching) sees that input where f uses the tensor.
-class _ClosedOver(Exception):
-    """Raised at the end of a first run that found tensors of f's closure (or at the first, ``stop``): the call
-    is made again with them."""
-
-    def __init__(self, closure):
-        super().__init__()
-        self.closure = closure
-
-
-class _Closure:
-    """The tensors of one vmapped call's closure: ``stand_ins`` (id of the closure's tensor -> what f's ops get
-    for it) and, on a first run, the tensors ``found`` that the tapes ``sealed`` differentiate."""
-
-    __slots__ = ("stand_ins", "found", "tapes", "levels", "stop", "depth")
-
-    def __init__(self, stand_ins, found=None, sealed=(), levels=(), stop=False):
-        self.stand_ins = stand_ins
-        self.found = found
-        self.tapes = {id(t) for t in sealed}
-        self.levels = levels  # the forward-mode levels open outside: a tangent of theirs is differentiated too
-        self.stop = stop  # the first such tensor ends the run (vmap then makes the call one op)
-        self.depth = len(BATCH.get())  # the levels opened from here on are the call's own
-
-    def take(self, args, inner=()):
-        """``args`` with this call's stand-ins; on a first run, the closure's tensors found (``inner``: the
-        closures opened inside this call's run, which replace their own tensors: not this call's to find)."""
-        new = None
-        for i, a in enumerate(args):
-            if not isinstance(a, Tensor) or a.__class__ is Batched:
-                continue
-            stand_in = self.stand_ins.get(id(a))
-            if (
-                stand_in is None
-                and (self.found is not None or self.stop)
-                and self._differentiated(a)
-                and not any(id(a) in c.stand_ins for c in inner)
-            ):
-                if self.stop:
-                    raise _ClosedOver(self)
-                self.found[id(a)] = a
-                stand_in = self.stand_ins[id(a)] = Tensor._wrap(a._data)  # the first run: its value
-            if stand_in is not None:
-                new = list(args) if new is None else new
-                new[i] = stand_in
-        return args if new is None else tuple(new)
-
-    def _differentiated(self, a) -> bool:
-        if self.levels and has_tangent(a, self.levels):
-            return True
-        node = a._node
-        if node is not None:
-            return id(node.tape()) in self.tapes
-        if not (a.requires_grad or id(a) in WATCHED.get()):
-            return False
-        return not any(id(a) in lv.own for lv in BATCH.get()[self.depth :])  # a transform's leaf inside f
-
-
-@contextlib.contextmanager
-def _taking(*closures):
-    token = CLOSED.set(CLOSED.get() + closures)
-    try:
-        yield
-    finally:
-        CLOSED.reset(token)
-
-
-def _finding(fn, closure):
-    """``fn`` run the first time: the tensors of its closure that ``closure`` finds are collected; if any were,
-    the run ends with ``_ClosedOver``. Later runs (none found) are ``fn``'s."""
-    first = [True]
-
-    def run(*args):
-        if not first[0]:
-            return fn(*args)
-        first[0] = False
-        with _taking(closure):
-            out = fn(*args)
-        if closure.found:
-            raise _ClosedOver(closure)
-        return out
-
-    return run
-
-
-def _closing_over(fn, closure):
-    """``fn`` of its arguments and, last, one value per tensor of ``closure``, which ``fn``'s ops get for it."""
-    n = len(closure)
-    # a tensor found here may stand in for one of an enclosing call's closure (f inside f's vmap): its rules run
-    # f again after that call's run, and f's ops must still get, for that tensor, what stands in for it here
-    enclosing = tuple(c for c in CLOSED.get() if c.found is None and not c.stop)
-
-    def run(*args):
-        with _taking(*enclosing, _Closure({id(c): v for c, v in zip(closure, args[-n:])})):
-            return fn(*args[:-n])
-
-    run.closure = closure  # kept alive while the call's entry is: their ids key the stand-ins
-    return run
 
 
 def _through_tape(f, spec, leaves, axes, out_axes, loop):

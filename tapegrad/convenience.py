@@ -24,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from ._closure import Closure, closing_over, taking
 from ._scope import argnums_of, check_argnums, parse_argnums
-from ._state import is_recording
+from ._state import ACTIVE, FORWARD, is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
+from .core import stop_recording
 from .custom import custom_op
 from .ops import concatenate, reshape
 from .transforms import grad, hvp, jvp, vjp
@@ -321,23 +323,43 @@ def _fixed_point_vjp(xp, g, ans, a, x0, *, f, unflatten, distance, tol, max_iter
     return vjp_a(w), None
 
 
+def _closure_of(f, a, x0) -> tuple:
+    """The tensors one step ``f(a)(x0)`` reads from its closure that the tapes recording now, or a tangent,
+    differentiate (``tapegrad._closure``): the iteration's op would read them as constants."""
+    sealed, levels = ACTIVE.get(), FORWARD.get()
+    if not (sealed or levels):
+        return ()
+    leaves, spec = tree_flatten(a, "fixed_point: a")
+    values = tree_unflatten(spec, [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves])
+    x = x0._data if isinstance(x0, Tensor) else x0
+    found: dict = {}
+    with stop_recording(), taking(Closure({}, found, sealed, levels)):
+        f(values)(x)
+    return tuple(found.values())
+
+
 def fixed_point(f: Callable, a, x0, distance: Callable = _distance, tol: float = 1e-10, max_iter: int = 10_000) -> Any:
     """The fixed point ``x* = f(a)(x*)``, iterated from ``x0`` until ``distance(x, x_prev) <= tol`` (autograd's
-    ``fixed_point(f, a, x0, distance, tol)``; the default distance is the largest absolute difference).
+        ``fixed_point(f, a, x0, distance, tol)``; the default distance is the largest absolute difference).
 
-    Its gradient in ``a`` (an array or a tree of them) comes from the implicit function theorem: one more
-    fixed-point iteration, of the adjoint ``w = g + w ∂f/∂x``, with the VJPs of one step at ``x*``. The memory
-    used does not grow with the number of iterations; ``x0`` (an array) gets no gradient. A map that does not converge
-    within ``max_iter`` raises ``RuntimeError``. ``f(a)`` is written with tapegrad's functions (``tg.*`` or
-    ``tapegrad.numpy``), as any function ``grad`` differentiates.
+        Its gradient in ``a`` (an array or a tree of them) comes from the implicit function theorem: one more
+        fixed-point iteration, of the adjoint ``w = g + w ∂f/∂x``, with the VJPs of one step at ``x*``. The memory
+        used does not grow with the number of iterations; ``x0`` (an array) gets no gradient. A tensor ``f`` reads from its
+    closure that a tape differentiates gets its gradient as if it were passed in ``a`` (``tapegrad._closure``). A map that does not converge
+        within ``max_iter`` raises ``RuntimeError``. ``f(a)`` is written with tapegrad's functions (``tg.*`` or
+        ``tapegrad.numpy``), as any function ``grad`` differentiates.
 
-    >>> import numpy as np, tapegrad as tg
-    >>> sqrt = lambda a: tg.fixed_point(lambda a: lambda x: 0.5 * (x + a / x), a, np.ones_like(a))  # Newton
-    >>> sqrt(np.array([4.0, 9.0]))
-    array([2., 3.])
-    >>> tg.grad(lambda a: sqrt(a).sum())(np.array([4.0, 9.0]))   # 1 / (2 sqrt(a))
-    array([0.25      , 0.16666667])
+        >>> import numpy as np, tapegrad as tg
+        >>> sqrt = lambda a: tg.fixed_point(lambda a: lambda x: 0.5 * (x + a / x), a, np.ones_like(a))  # Newton
+        >>> sqrt(np.array([4.0, 9.0]))
+        array([2., 3.])
+        >>> tg.grad(lambda a: sqrt(a).sum())(np.array([4.0, 9.0]))   # 1 / (2 sqrt(a))
+        array([0.25      , 0.16666667])
     """
+    closure = _closure_of(f, a, x0)
+    if closure:  # tensors f(a) reads from its closure that a tape or a tangent differentiates: inputs, as a is
+        step = closing_over(lambda a, x, f=f: f(a)(x), closure)
+        f, a = (lambda tree: lambda x: step(tree[0], x, *tree[1:])), (a, *closure)
     flat_a, unflatten = flatten(a)
     if not isinstance(flat_a, Tensor):
         flat_a = np.asarray(flat_a, dtype=np.result_type(flat_a, np.float64))

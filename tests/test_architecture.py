@@ -46,6 +46,7 @@ LAYERS = {
     "tapegrad.transforms": 9,
     "tapegrad.forward": 9,  # forward mode: tangents alongside the forward, one rule per op
     "tapegrad.batching": 9,  # vmap: one batching rule per op
+    "tapegrad._closure": 9,  # a closure's tensors that a tape outside differentiates, taken over as inputs
     "tapegrad.testing": 9,
     "tapegrad.convenience": 9,
     "tapegrad.strategies": 9,

@@ -172,6 +172,32 @@ def test_fixed_point_of_a_contraction_with_a_tree_parameter_against_finite_diffe
     tg.gradcheck(lambda W, b: solve(W, b), params["W"], params["b"])
 
 
+def test_a_tensor_of_fs_closure_that_the_tape_records_gets_its_gradient_from_fixed_point():
+    # w from f's closure, not from a: as differentiable as if it were passed in a (the oracle), where the
+    # iteration's op read it as a constant and w got no gradient, with no error
+    a0, w0 = np.array([0.2, 0.1]), np.array([0.5, -0.3])
+    closed = lambda a, w: tg.fixed_point(lambda a: lambda z: tg.tanh(a * z + w), a, np.zeros(2)).sum()  # noqa: E731
+    given = lambda a, w: tg.fixed_point(  # noqa: E731
+        lambda p: lambda z: tg.tanh(p[0] * z + p[1]), (a, w), np.zeros(2)
+    ).sum()
+    want = tg.grad(given, argnums=(0, 1))(a0, w0)
+    for got in (tg.grad(closed, argnums=(0, 1))(a0, w0), tg.grad(lambda w: closed(a0, w))(w0)):
+        got = got if isinstance(got, tuple) else (want[0], got)
+        for g, e in zip(got, want):
+            np.testing.assert_allclose(g, e, rtol=1e-9)
+    tg.gradcheck(lambda w: closed(a0, w), w0)
+    np.testing.assert_allclose(
+        tg.hessian(lambda w: closed(a0, w))(w0), tg.hessian(lambda w: given(a0, w))(w0), rtol=1e-8
+    )
+    a, w = tg.Tensor(a0, requires_grad=True), tg.Tensor(w0, requires_grad=True)
+    with tg.record() as t:
+        loss = closed(a, w)
+    assert [e.op for e in t.entries].count("fixed_point") == 1
+    loss.backward()
+    np.testing.assert_allclose(w.grad, want[1], rtol=1e-9)
+    np.testing.assert_allclose(a.grad, want[0], rtol=1e-9)
+
+
 def test_fixed_point_keeps_no_iteration_on_the_tape_and_refuses_a_map_that_does_not_converge():
     a = tg.Tensor(np.array([4.0]), requires_grad=True)
     with tg.record() as t:
