@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 
 from ._batched import Batched
-from ._state import BATCH, CLOSED, TRACING, WATCHED
+from ._state import ACTIVE, BATCH, CLOSED, FORWARD, TRACING, WATCHED
 from ._tensor import Tensor
+from .core import stop_recording
 from .forward import has_tangent
 
-__all__ = ["Closure", "ClosedOver", "taking", "finding", "closing_over"]
+__all__ = ["Closure", "ClosedOver", "taking", "finding", "closing_over", "closure_of"]
 
 
 class ClosedOver(Exception):
@@ -122,3 +123,15 @@ def closing_over(fn, closure):
 
     run.closure = closure  # kept alive while the call's entry is: their ids key the stand-ins
     return run
+
+
+def closure_of(call) -> tuple:
+    """The tensors ``call()`` (one step of a transform's function, on plain values) reads that the tapes
+    recording now, or a tangent of a level open now, differentiate: its closure's, run once to find them."""
+    sealed, levels = ACTIVE.get(), FORWARD.get()
+    if not (sealed or levels):
+        return ()
+    found: dict = {}
+    with stop_recording(), taking(Closure({}, found, sealed, levels)):
+        call()
+    return tuple(found.values())

@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ._closure import Closure, closing_over, taking
+from ._closure import closing_over, closure_of
 from ._scope import argnums_of, check_argnums, parse_argnums
-from ._state import ACTIVE, FORWARD, is_recording
+from ._state import is_recording
 from ._tensor import Tensor
 from ._tree import tree_flatten, tree_unflatten
-from .core import stop_recording
 from .custom import custom_op
 from .ops import concatenate, reshape
 from .transforms import grad, hvp, jvp, vjp
@@ -324,18 +323,11 @@ def _fixed_point_vjp(xp, g, ans, a, x0, *, f, unflatten, distance, tol, max_iter
 
 
 def _closure_of(f, a, x0) -> tuple:
-    """The tensors one step ``f(a)(x0)`` reads from its closure that the tapes recording now, or a tangent,
-    differentiate (``tapegrad._closure``): the iteration's op would read them as constants."""
-    sealed, levels = ACTIVE.get(), FORWARD.get()
-    if not (sealed or levels):
-        return ()
+    """The tensors one step ``f(a)(x0)`` reads from its closure that a tape or a tangent differentiates: the
+    iteration's op would read them as constants."""
     leaves, spec = tree_flatten(a, "fixed_point: a")
     values = tree_unflatten(spec, [leaf._data if isinstance(leaf, Tensor) else leaf for leaf in leaves])
-    x = x0._data if isinstance(x0, Tensor) else x0
-    found: dict = {}
-    with stop_recording(), taking(Closure({}, found, sealed, levels)):
-        f(values)(x)
-    return tuple(found.values())
+    return closure_of(lambda: f(values)(x0._data if isinstance(x0, Tensor) else x0))
 
 
 def fixed_point(f: Callable, a, x0, distance: Callable = _distance, tol: float = 1e-10, max_iter: int = 10_000) -> Any:

@@ -420,6 +420,29 @@ def test_odeint_gradients_in_y0_times_and_parameters_match_finite_differences():
     assert tg.gradcheck(lambda y0, t, W, b: integrate.odeint(_field, y0, t, (W, b), **opts) * w, y0, t, W, b)
 
 
+def test_odeint_differentiates_a_tensor_of_funcs_closure_as_one_of_its_args():
+    # W and b read by func from its closure, not passed in args: their gradients were 0 (the result came back as
+    # a plain array, the tensors read as constants), with no error
+    W, b = RNG.standard_normal((2, 2)) * 0.5, RNG.standard_normal(2) * 0.3
+    y0, t, w = np.array([0.5, -0.3]), np.array([0.0, 0.4, 1.0]), RNG.standard_normal((3, 2))
+    opts = {"rtol": 1e-12, "atol": 1e-12}
+
+    def closed(W, b):
+        return (integrate.odeint(lambda y, s: _field(y, s, W, b), y0, t, **opts) * w).sum()
+
+    def given(W, b):
+        return (integrate.odeint(_field, y0, t, (W, b), **opts) * w).sum()
+
+    for got, want in zip(tg.grad(closed, argnums=(0, 1))(W, b), tg.grad(given, argnums=(0, 1))(W, b)):
+        np.testing.assert_allclose(got, want, rtol=1e-9)
+    Wt = tg.Tensor(W, requires_grad=True)
+    with tg.record():
+        loss = closed(Wt, b)
+    loss.backward()
+    np.testing.assert_allclose(Wt.grad, tg.grad(given)(W, b), rtol=1e-9)
+    assert isinstance(integrate.odeint(lambda y, s: _field(y, s, W, b), y0, t), np.ndarray)  # no tensor: SciPy's
+
+
 def test_odeint_against_the_closed_form_and_refuses_what_it_cannot_do():
     k = 0.7
     g = tg.grad(lambda y0, k: integrate.odeint(lambda y, t, k: -k * y, y0, np.array([0.0, 2.0]), (k,), rtol=1e-11,

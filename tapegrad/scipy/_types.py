@@ -19,6 +19,7 @@ import functools
 
 from .._tensor import Tensor
 from .._tree import holds_tensor
+from ..forward import has_tangent
 
 
 def _plain(value):
@@ -30,14 +31,26 @@ def _plain(value):
     return value
 
 
+def _differentiated(value) -> bool:
+    """Whether ``value`` (a tensor, or a tuple of them) carries a gradient: recorded, a leaf that needs one, a
+    tangent, or vmap's batch. A function may compute one from a tensor of its callable's closure (odeint's
+    ``func``), with no tensor among its arguments; as an array it would be a constant."""
+    if isinstance(value, tuple):
+        return any(_differentiated(v) for v in value)
+    return isinstance(value, Tensor) and (
+        value._node is not None or value.requires_grad or value.__class__ is not Tensor or has_tangent(value)
+    )
+
+
 def like_scipy(f):
-    """``f``, returning SciPy's types (arrays, NumPy's scalars) where no argument holds a tensor."""
+    """``f``, returning SciPy's types (arrays, NumPy's scalars) where no argument holds a tensor and nothing
+    it returns carries a gradient."""
 
     @functools.wraps(f)
     def g(*args, **kwargs):
         out = f(*args, **kwargs)
         if any(holds_tensor(a) for a in args) or any(holds_tensor(v) for v in kwargs.values()):
             return out
-        return _plain(out)
+        return out if _differentiated(out) else _plain(out)
 
     return g

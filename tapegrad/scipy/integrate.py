@@ -2,7 +2,8 @@
 
 ``odeint(func, y0, t, args=(), **options)`` integrates ``dy/dt = func(y, t, *args)`` with SciPy's ``odeint``
 (``options`` are SciPy's: ``rtol``, ``atol``, ``mxstep``, ...) and is one op on the tape, with gradients in
-``y0``, in every time ``t`` and in each of ``args``. Its rule integrates the adjoint system backwards from each
+``y0``, in every time ``t`` and in each of ``args`` (and in a tensor ``func`` reads from its closure that a tape
+differentiates, as if it were one of ``args``). Its rule integrates the adjoint system backwards from each
 time to the one before (``da/ds = -a df/dy``, ``d(args)/ds = -a df/d(args)``, one augmented state), evaluating
 ``func``'s vector-Jacobian products with :func:`tapegrad.vjp`, so ``func`` is written with tapegrad's ops (or
 ``tapegrad.numpy``). The gradients are as accurate as the integrator: SciPy's default tolerances (1.5e-8) give
@@ -23,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.integrate
 
+from .._closure import closing_over, closure_of
 from .._tensor import Tensor
 from ..ops._rules import recorded
 from ..registry import defop
@@ -103,4 +105,7 @@ def odeint(func, y0, t, args=(), **options):
             f"odeint: y0 and t must be vectors (got shapes {np.shape(y0)} and {np.shape(t)}); ravel y0 and "
             "reshape inside func for a state of another shape"
         )
+    closure = closure_of(lambda: func(_array(y0), float(_array(t)[0]) if np.size(t) else 0.0, *map(_array, args)))
+    if closure:  # tensors func reads from its closure that a tape differentiates: arguments, as args are
+        func, args = closing_over(func, closure), (*args, *closure)
     return _odeint([y0, t, *args], func=func, options=tuple(sorted(options.items())))
